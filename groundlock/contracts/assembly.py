@@ -1,0 +1,251 @@
+"""The R2 output contract: the AnswerBundle consumed by the prompt builder and the validator.
+
+The bundle checks its own invariants (``001`` R2.0B hard-fail conditions) when it is built:
+an OK bundle has evidence, a rendered block that is exactly its entries, anchors C0..Cn-1 in
+order and the trace fields; a non-OK bundle has a reason code and no evidence at all. Code
+that tried to build anything else would fail loudly instead of passing a half-bundle on.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Self
+
+from pydantic import BaseModel, NonNegativeInt, computed_field, model_validator
+
+from groundlock.contracts._fields import CONTRACT_CONFIG
+from groundlock.contracts.enums import AssemblyStatus
+from groundlock.contracts.evidence import (
+    ENTRY_SEPARATOR,
+    HEADER_TEXT_SEPARATOR,
+    anchor_for,
+    render_evidence_header,
+)
+from groundlock.contracts.reasons import DropReason, ReasonCode
+from groundlock.contracts.retrieval import FiltersApplied
+
+__all__ = [
+    "AnswerBundle",
+    "AssemblyMetrics",
+    "AssemblyThresholds",
+    "AssemblyTrace",
+    "DroppedRow",
+    "SelectedEvidence",
+]
+
+
+class SelectedEvidence(BaseModel):
+    """One admitted chunk with its anchor; the unit of citation."""
+
+    model_config = CONTRACT_CONFIG
+
+    anchor: str
+    """``C<n>``: the position of this entry in the evidence block."""
+    chunk_id: str
+    knowledge_id: str
+    """The row's knowledge_id, or its chunk_id when the row had none."""
+    rank: NonNegativeInt
+    similarity_score: float
+    """Kept for the audit trail; never rendered into the prompt or the public response."""
+    sanitized_text: str
+    """The text exactly as it appears in the prompt (sanitised, possibly trimmed)."""
+    source_reference: str | None
+    knowledge_type_effective: str | None
+    equipment_id: str | None
+    event_date: date | None
+    faiss_id: int | None
+    token_count: NonNegativeInt
+    """Tokens this entry adds to the evidence block, header and separators included."""
+    original_token_count: NonNegativeInt
+    """Tokens the untrimmed text would have added; equals token_count unless truncated."""
+    truncated: bool
+    """Whether the text was cut to respect ``max_chunk_token_ratio``."""
+
+    @property
+    def header(self) -> str:
+        """The entry's header line."""
+        return render_evidence_header(
+            self.anchor, self.chunk_id, self.knowledge_id, self.source_reference
+        )
+
+    @property
+    def entry_text(self) -> str:
+        """The exact bytes this entry contributes to ``evidence_block_text``."""
+        return f"{self.header}{HEADER_TEXT_SEPARATOR}{self.sanitized_text}{ENTRY_SEPARATOR}"
+
+
+class DroppedRow(BaseModel):
+    """A row left out of the evidence, and the first rule that excluded it."""
+
+    model_config = CONTRACT_CONFIG
+
+    chunk_id: str
+    rank: NonNegativeInt
+    reason: DropReason
+
+
+class AssemblyThresholds(BaseModel):
+    """The policy values that decided this selection, copied for readers of the audit row."""
+
+    model_config = CONTRACT_CONFIG
+
+    min_top_similarity_score: float
+    min_similarity_score: float
+    overlap_ratio_threshold: float
+    max_chunks: int
+    max_chunks_per_knowledge_id: int
+    max_evidence_tokens: int
+    max_chunk_tokens: int
+
+
+class AssemblyTrace(BaseModel):
+    """Everything needed to reproduce or audit this assembly.
+
+    Retrieval fields are None only when the request was too malformed to read them.
+    """
+
+    model_config = CONTRACT_CONFIG
+
+    run_id: str | None
+    index_version: str | None
+    embedding_model: str | None
+    retrieval_top_k: int | None
+    retrieval_latency_ms: float | None
+    filters_applied: FiltersApplied | None
+    policy_version: str
+    policy_sha256: str
+    token_encoding: str
+    sanitization_mode: str
+    ordering_mode: str
+    thresholds: AssemblyThresholds
+
+
+_SPEC_COUNTS = {
+    "dedup_dropped_count": DropReason.DROP_DUP,
+    "budget_dropped_count": DropReason.DROP_BUDGET,
+    "per_knowledge_cap_dropped_count": DropReason.DROP_PER_KNOWLEDGE_CAP,
+}
+
+
+class AssemblyMetrics(BaseModel):
+    """Counts that explain the selection: every retrieved row is either selected or dropped."""
+
+    model_config = CONTRACT_CONFIG
+
+    retrieved_k: NonNegativeInt
+    selected_k: NonNegativeInt
+    evidence_token_count: NonNegativeInt
+    """Exact tokenizer count of ``evidence_block_text``."""
+    drop_counts: dict[DropReason, NonNegativeInt]
+    """Rows dropped per reason; every reason is present, zero or not, for a stable schema."""
+    dropped_rows: tuple[DroppedRow, ...]
+    truncation_applied: bool
+    truncated_count: NonNegativeInt
+    hidden_characters_removed: NonNegativeInt
+    """Hidden characters removed from the rows that selection examined."""
+    shapes_neutralized: NonNegativeInt
+    """Forged anchors, headers or fences neutralised in the rows that selection examined."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def dedup_dropped_count(self) -> int:
+        """``001``'s name for ``drop_counts[DROP_DUP]``."""
+        return self.drop_counts.get(_SPEC_COUNTS["dedup_dropped_count"], 0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def budget_dropped_count(self) -> int:
+        """``001``'s name for ``drop_counts[DROP_BUDGET]``."""
+        return self.drop_counts.get(_SPEC_COUNTS["budget_dropped_count"], 0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def per_knowledge_cap_dropped_count(self) -> int:
+        """``001``'s name for ``drop_counts[DROP_PER_KNOWLEDGE_CAP]``."""
+        return self.drop_counts.get(_SPEC_COUNTS["per_knowledge_cap_dropped_count"], 0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_serialised_counts(cls, data: object) -> object:
+        """Let a serialised bundle validate again.
+
+        The spec-named counts are derived, so they are dropped on input after checking that
+        they agree with ``drop_counts``.
+        """
+        if not isinstance(data, dict) or not _SPEC_COUNTS.keys() & data.keys():
+            return data
+        data = dict(data)
+        counts = data.get("drop_counts")
+        for name, reason in _SPEC_COUNTS.items():
+            if name in data:
+                given = data.pop(name)
+                if isinstance(counts, dict) and given != counts.get(
+                    reason, counts.get(str(reason))
+                ):
+                    raise ValueError(f"{name} disagrees with drop_counts[{reason}]")
+        return data
+
+    @model_validator(mode="after")
+    def _every_row_is_accounted_for(self) -> Self:
+        if set(self.drop_counts) != set(DropReason):
+            raise ValueError("drop_counts must hold every DropReason")
+        if sum(self.drop_counts.values()) != len(self.dropped_rows):
+            raise ValueError("drop_counts must count dropped_rows")
+        if self.selected_k + len(self.dropped_rows) != self.retrieved_k:
+            raise ValueError("every retrieved row must be selected or dropped")
+        return self
+
+
+class AnswerBundle(BaseModel):
+    """R2's output: admitted evidence with anchors, or the reason there is none."""
+
+    model_config = CONTRACT_CONFIG
+
+    request_id: str | None
+    """Null only when the input was too malformed to carry a usable request_id."""
+    assembly_status: AssemblyStatus
+    reason_code: ReasonCode | None
+    """Why the status is not OK; None when it is."""
+    message: str | None
+    """Human-readable cause naming the offending field; never echoes evidence or scores."""
+    user_question: str | None
+    """The question as received, for R3; None only when the input was malformed."""
+    selected_evidence: tuple[SelectedEvidence, ...]
+    evidence_block_text: str
+    """The exact evidence bytes for the prompt; empty unless OK."""
+    trace: AssemblyTrace
+    metrics: AssemblyMetrics | None
+    """Selection metrics; None when the request failed before selection began."""
+
+    @property
+    def anchor_map(self) -> dict[str, str]:
+        """Anchor to chunk_id, in anchor order: what R5 resolves citations against."""
+        return {item.anchor: item.chunk_id for item in self.selected_evidence}
+
+    @property
+    def allowed_anchors(self) -> tuple[str, ...]:
+        """The anchors an answer may cite, in order."""
+        return tuple(item.anchor for item in self.selected_evidence)
+
+    @model_validator(mode="after")
+    def _status_invariants(self) -> Self:
+        if self.assembly_status is not AssemblyStatus.OK:
+            if self.reason_code is None:
+                raise ValueError("a non-OK AnswerBundle needs a reason_code")
+            if self.selected_evidence or self.evidence_block_text:
+                raise ValueError("a non-OK AnswerBundle must not carry evidence")
+            return self
+        if self.reason_code is not None:
+            raise ValueError("an OK AnswerBundle has no reason_code")
+        if not self.selected_evidence or self.metrics is None:
+            raise ValueError("an OK AnswerBundle needs selected evidence and metrics")
+        trace = self.trace
+        if None in (trace.index_version, trace.embedding_model, trace.retrieval_top_k):
+            raise ValueError("an OK AnswerBundle needs its retrieval trace fields")
+        if self.request_id is None or self.user_question is None:
+            raise ValueError("an OK AnswerBundle needs request_id and user_question")
+        if self.allowed_anchors != tuple(anchor_for(i) for i in range(len(self.selected_evidence))):
+            raise ValueError("anchors must be C0, C1, ... in evidence order")
+        if self.evidence_block_text != "".join(e.entry_text for e in self.selected_evidence):
+            raise ValueError("evidence_block_text must be exactly the rendered entries")
+        return self

@@ -1,0 +1,80 @@
+"""Every reason code groundlock can emit, in one place.
+
+Two families:
+
+* :class:`ReasonCode` explains why a *request* ended FAILED or NO_EVIDENCE. It is what a
+  client sees as ``failure_reason`` and what an auditor filters on, so each member is a stable
+  public string; add members, never rename them.
+* :class:`DropReason` explains why a single retrieval row was left out of the evidence. Rows
+  are counted per drop reason in ``AssemblyMetrics`` so every row of a bundle is accounted for.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReasonCode(StrEnum):
+    """Why a request did not produce an OK result."""
+
+    # R2 fail-fast gates (V1-V5) and input limits -> FAILED, model never called.
+    INPUT_SCHEMA_INVALID = "INPUT_SCHEMA_INVALID"
+    """V1: not a mapping, a required field missing, a wrong type, or an unknown field."""
+    INPUT_LIMIT_EXCEEDED = "INPUT_LIMIT_EXCEEDED"
+    """Too many rows, a chunk or question longer than the policy's input limits allow."""
+    RANK_INTEGRITY = "RANK_INTEGRITY"
+    """V2: ranks are not exactly 0, 1, ..., n-1 (duplicates, gaps, or not starting at 0)."""
+    DUPLICATE_CHUNK_ID = "DUPLICATE_CHUNK_ID"
+    """V2: two rows claim the same chunk_id, so an anchor could not map to one chunk."""
+    SIMILARITY_INTEGRITY = "SIMILARITY_INTEGRITY"
+    """V3: a similarity that is NaN, infinite, outside [0, 1], or given twice with two values."""
+    TEXT_INTEGRITY = "TEXT_INTEGRITY"
+    """V4: a chunk_text that is null or empty as received."""
+    DOMAIN_INTEGRITY = "DOMAIN_INTEGRITY"
+    """V5: a knowledge type outside the policy's allowed set (or missing where required)."""
+    RETRIEVAL_FAILED = "RETRIEVAL_FAILED"
+    """The retriever itself reported FAILED; R2 propagates it."""
+    RETRIEVAL_INCONSISTENT = "RETRIEVAL_INCONSISTENT"
+    """The bundle contradicts itself: SUCCESS with no rows, NO_EVIDENCE with rows, rows > top_k."""
+
+    # R2 outcomes that are a valid refusal -> NO_EVIDENCE, model never called.
+    RETRIEVAL_NO_EVIDENCE = "RETRIEVAL_NO_EVIDENCE"
+    """The retriever reported NO_EVIDENCE with no rows."""
+    TOP_SIMILARITY_BELOW_GATE = "TOP_SIMILARITY_BELOW_GATE"
+    """The best row is below ``min_top_similarity_score``: nothing is trusted enough to use."""
+    ALL_EVIDENCE_DROPPED = "ALL_EVIDENCE_DROPPED"
+    """Every row was dropped by filters, floors, caps, dedup or budget (see drop counts)."""
+
+    # Any stage.
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    """A bug inside a stage; it was logged with its traceback and the request failed closed."""
+
+
+class DropReason(StrEnum):
+    """Why one retrieval row is not in the selected evidence.
+
+    Rows are examined in rank order and each dropped row is counted under the *first* rule
+    that excluded it. Once the walk stops (``max_chunks`` reached, or the evidence budget
+    full), every remaining row is counted under the rule that stopped it.
+    """
+
+    DROP_EQUIPMENT_FILTER = "DROP_EQUIPMENT_FILTER"
+    """An equipment_id filter is set and the row's equipment_id is null or different."""
+    DROP_KNOWLEDGE_TYPE_FILTER = "DROP_KNOWLEDGE_TYPE_FILTER"
+    """A knowledge_type filter is set and the row's type is null or not in it."""
+    DROP_DATE_FILTER = "DROP_DATE_FILTER"
+    """A date range filter is set and the row's event_date is null or outside it."""
+    DROP_TOP_SIMILARITY_GATE = "DROP_TOP_SIMILARITY_GATE"
+    """The whole bundle failed the top-similarity gate, so no row was admitted."""
+    DROP_BELOW_SIMILARITY_FLOOR = "DROP_BELOW_SIMILARITY_FLOOR"
+    """The row's similarity is below ``min_similarity_score``."""
+    DROP_PER_KNOWLEDGE_CAP = "DROP_PER_KNOWLEDGE_CAP"
+    """``max_chunks_per_knowledge_id`` rows of the same knowledge_id were already selected."""
+    DROP_EMPTY_AFTER_SANITIZE = "DROP_EMPTY_AFTER_SANITIZE"
+    """The text was non-empty on input but nothing visible remained after sanitisation."""
+    DROP_DUP = "DROP_DUP"
+    """Near-duplicate of a better-ranked selected chunk (overlap above the threshold)."""
+    DROP_BUDGET = "DROP_BUDGET"
+    """Adding the row would exceed ``max_evidence_tokens``; lower ranks are pruned first."""
+    DROP_MAX_CHUNKS = "DROP_MAX_CHUNKS"
+    """``max_chunks`` rows were already selected."""

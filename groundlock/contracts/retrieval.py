@@ -1,0 +1,219 @@
+"""The R2 input contract: a retrieval bundle and its ranked rows.
+
+Two specs describe the row with different names. ``000`` rows carry ``similarity``,
+``faiss_id``, ``knowledge_type_effective``, ``equipment_id`` and ``event_date``; ``001`` rows
+carry ``knowledge_id``, ``similarity_score`` and ``source_reference``. A row may use either
+shape or both: ``similarity`` is accepted as an alias of ``similarity_score`` (giving both
+with different values is an error), and a row without ``knowledge_id`` uses its ``chunk_id``
+in its place so that per-knowledge caps and citations still work.
+
+Everything the bundle can check about itself is checked here (V1-V4 of ``000``), so a
+``RetrievalBundle`` instance is valid by construction. Checks that depend on a policy (V5,
+input limits) belong to assembly.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Self
+
+from pydantic import BaseModel, Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from groundlock.contracts._fields import (
+    CONTRACT_CONFIG,
+    Identifier,
+    IsoDate,
+    NonNegativeFinite,
+    Similarity,
+    SourceReference,
+)
+from groundlock.contracts.enums import RetrievalStatus
+
+__all__ = ["FiltersApplied", "RetrievalBundle", "RetrievalRow"]
+
+
+class RetrievalRow(BaseModel):
+    """One ranked evidence candidate as the retriever returned it."""
+
+    model_config = CONTRACT_CONFIG
+
+    chunk_id: Identifier
+    """Stable id of the chunk; anchors map to it one to one."""
+    rank: StrictInt
+    """Retriever rank; a bundle's ranks are exactly 0..n-1. Orders evidence and anchors."""
+    similarity_score: Similarity
+    """Retrieval score in [0, 1] (``similarity`` in ``000``). Gated, never shown to clients."""
+    chunk_text: StrictStr | None
+    """Raw chunk text. Null or empty fails V4; R2 sanitises it before it reaches a prompt."""
+    knowledge_id: Identifier | None = None
+    """Source document id; caps and public citations group by it. Defaults to ``chunk_id``."""
+    knowledge_type_effective: Identifier | None = None
+    """Document type checked against the policy's ``allowed_knowledge_types`` (V5)."""
+    source_reference: SourceReference | None = None
+    """Human-readable source shown in the evidence header and in public citations."""
+    faiss_id: Annotated[StrictInt, Field(ge=0)] | None = None
+    """Vector-index row id, kept for the audit trail only."""
+    equipment_id: Identifier | None = None
+    """Equipment the chunk is about; a row without one never passes an equipment filter."""
+    event_date: IsoDate | None = None
+    """Date of the recorded event; a row without one never passes a date filter."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_similarity_alias(cls, data: object) -> object:
+        if not isinstance(data, dict) or "similarity" not in data:
+            return data
+        merged = dict(data)
+        alias_value = merged.pop("similarity")
+        if "similarity_score" in merged and merged["similarity_score"] != alias_value:
+            raise PydanticCustomError(
+                "similarity_integrity",
+                "similarity and similarity_score are both given and differ",
+            )
+        merged["similarity_score"] = alias_value
+        return merged
+
+    @field_validator("chunk_text")
+    @classmethod
+    def _text_present(cls, value: str | None) -> str:
+        if not value:
+            raise PydanticCustomError("text_integrity", "chunk_text must be a non-empty string")
+        return value
+
+    @property
+    def knowledge_key(self) -> str:
+        """The knowledge id used for caps and citations: ``knowledge_id`` or the chunk id."""
+        return self.knowledge_id if self.knowledge_id is not None else self.chunk_id
+
+
+class FiltersApplied(BaseModel):
+    """Filters the retriever applied; R2 re-checks every row against them.
+
+    A filter that groundlock does not know cannot be enforced, so unknown keys are rejected
+    rather than ignored.
+    """
+
+    model_config = CONTRACT_CONFIG
+
+    equipment_id: Identifier | None = None
+    """Only rows about this equipment may pass; rows with a null equipment_id are dropped."""
+    knowledge_type: tuple[Identifier, ...] | None = None
+    """Only rows of these knowledge types may pass (a single string is accepted)."""
+    date_from: IsoDate | None = None
+    """Inclusive lower bound on ``event_date``."""
+    date_to: IsoDate | None = None
+    """Inclusive upper bound on ``event_date``."""
+
+    @field_validator("knowledge_type", mode="before")
+    @classmethod
+    def _one_type_is_a_list(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _range_is_ordered(self) -> Self:
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise PydanticCustomError("value_error", "date_from must not be after date_to")
+        return self
+
+    def admits_date(self, event_date: date | None) -> bool:
+        """Whether a row's event date passes the date range (True when no range is set)."""
+        if self.date_from is None and self.date_to is None:
+            return True
+        if event_date is None:
+            return False
+        return (self.date_from is None or event_date >= self.date_from) and (
+            self.date_to is None or event_date <= self.date_to
+        )
+
+
+class RetrievalBundle(BaseModel):
+    """What retrieval hands to R2: a question, run metadata and the ranked rows."""
+
+    model_config = CONTRACT_CONFIG
+
+    request_id: Identifier
+    """Caller's id for this request; every trace and audit row carries it."""
+    user_question: StrictStr
+    """The question as the user asked it; R3 inserts it with whitespace normalisation only."""
+    retrieval_status: RetrievalStatus
+    """The retriever's own verdict. FAILED propagates; NO_EVIDENCE must come with no rows."""
+    index_version: Identifier
+    """Version of the vector index the rows came from (reproducibility)."""
+    embedding_model: Identifier
+    """Embedding model that produced the similarities (reproducibility)."""
+    top_k: Annotated[StrictInt, Field(ge=1)]
+    """How many rows the retriever was asked for; a bundle never holds more."""
+    results: tuple[RetrievalRow, ...]
+    """The ranked rows, in any order: R2 orders them by rank, then chunk_id."""
+    run_id: Identifier | None = None
+    """Id of this execution of the request; with request_id, the audit key."""
+    retrieval_latency_ms: NonNegativeFinite | None = None
+    """Retriever latency, propagated to the trace."""
+    filters_applied: FiltersApplied | None = None
+    """Filters the retriever applied; R2 drops rows that do not satisfy them."""
+
+    @field_validator("user_question")
+    @classmethod
+    def _question_present(cls, value: str) -> str:
+        if not value.strip():
+            raise PydanticCustomError("value_error", "user_question must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _rows_are_consistent(self) -> Self:
+        _check_ranks(self.results)
+        _check_unique_chunk_ids(self.results)
+        rows = len(self.results)
+        if self.retrieval_status is RetrievalStatus.SUCCESS and rows == 0:
+            raise PydanticCustomError(
+                "retrieval_inconsistent",
+                "retrieval_status is SUCCESS but results is empty (no top similarity exists)",
+            )
+        if self.retrieval_status is RetrievalStatus.NO_EVIDENCE and rows > 0:
+            raise PydanticCustomError(
+                "retrieval_inconsistent", "retrieval_status is NO_EVIDENCE but results is not empty"
+            )
+        if rows > self.top_k:
+            raise PydanticCustomError(
+                "retrieval_inconsistent",
+                "results holds {rows} rows, more than top_k={top_k}",
+                {"rows": rows, "top_k": self.top_k},
+            )
+        return self
+
+
+def _check_ranks(rows: tuple[RetrievalRow, ...]) -> None:
+    """V2: ranks must be exactly 0..n-1, in any input order.
+
+    A gap means a row was lost between retrieval and assembly, which would make the
+    rank-to-anchor trail unverifiable, so gaps fail like duplicates do.
+    """
+    seen: dict[int, int] = {}
+    for index, row in enumerate(rows):
+        if row.rank in seen:
+            raise PydanticCustomError(
+                "rank_integrity",
+                "results[{index}].rank: rank {rank} also appears at results[{first}]",
+                {"index": index, "rank": row.rank, "first": seen[row.rank]},
+            )
+        if not 0 <= row.rank < len(rows):
+            raise PydanticCustomError(
+                "rank_integrity",
+                "results[{index}].rank: rank {rank} is out of range; {count} rows must be "
+                "ranked 0..{last} with no gaps",
+                {"index": index, "rank": row.rank, "last": len(rows) - 1, "count": len(rows)},
+            )
+        seen[row.rank] = index
+
+
+def _check_unique_chunk_ids(rows: tuple[RetrievalRow, ...]) -> None:
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        if row.chunk_id in seen:
+            raise PydanticCustomError(
+                "duplicate_chunk_id",
+                "results[{index}].chunk_id: the same chunk_id appears in an earlier row",
+                {"index": index},
+            )
+        seen.add(row.chunk_id)

@@ -1,0 +1,13 @@
+"""Versioned, hash-locked policies (``R2_POLICY_V1``, ...) and their loader."""
+
+from groundlock.policies.loader import DEFAULT_POLICY, available_policies, load_policy, lock_policy
+from groundlock.policies.model import InputLimits, Policy
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "InputLimits",
+    "Policy",
+    "available_policies",
+    "load_policy",
+    "lock_policy",
+]

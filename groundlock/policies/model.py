@@ -1,0 +1,114 @@
+"""The policy: every value that decides which evidence a model may see.
+
+A policy is identified by its version *and* by the sha256 of its content, and both travel in
+every trace and audit row, so an answer can always be tied to the exact rules that shaped it.
+Modes that the specs freeze (``rank_strict`` ordering, ``safe_normalize_v1`` sanitisation,
+strict NO_EVIDENCE) are literal types: groundlock has no lenient mode to switch on by mistake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import ROUND_FLOOR, Decimal
+from functools import cached_property
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+__all__ = ["InputLimits", "Policy"]
+
+_Positive = Annotated[StrictInt, Field(ge=1)]
+_Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
+
+
+class InputLimits(BaseModel):
+    """Resource limits checked before any parsing work, so oversized input costs nothing."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_results: _Positive
+    """Most rows a bundle may carry."""
+    max_chunk_chars: _Positive
+    """Longest chunk_text accepted; longer means a broken upstream chunker, not evidence."""
+    max_question_chars: _Positive
+    """Longest user_question accepted."""
+
+
+class Policy(BaseModel):
+    """A frozen, versioned selection and budget policy (``001`` R2.2 snapshot and more)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy_version: Annotated[StrictStr, Field(pattern=r"^[A-Z][A-Z0-9_]*$")]
+    """Name of this version, e.g. ``R2_POLICY_V1``; equals the file name it is stored in."""
+    description: StrictStr
+    """What this version is for and how it differs from its predecessor."""
+
+    max_chunks: _Positive
+    """Most chunks admitted into a prompt."""
+    max_chunks_per_knowledge_id: _Positive
+    """Most chunks from one source document: a cap, not one-per-document."""
+    max_evidence_tokens: _Positive
+    """Budget for the whole evidence block, headers included."""
+    reserved_output_tokens: _Positive
+    """Tokens kept for the answer; also the model's output cap."""
+    max_total_prompt_tokens: _Positive
+    """Ceiling for prompt plus reserved output."""
+    max_chunk_token_ratio: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False, strict=True)]
+    """Largest share of the evidence budget one chunk may take; longer chunks are trimmed."""
+    overlap_ratio_threshold: _Fraction
+    """Chunks whose shingle overlap with a better-ranked chunk exceeds this are duplicates."""
+    overlap_shingle_words: _Positive
+    """Words per shingle for overlap (3 catches copied sentences, ignores shared phrases)."""
+    ordering_mode: Literal["rank_strict"]
+    """Rank ascending, chunk_id ascending: the only ordering with stable anchors."""
+    sanitization_mode: Literal["safe_normalize_v1"]
+    """The frozen sanitiser of ``groundlock.text.sanitize``."""
+    strict_no_evidence: Literal[True]
+    """No evidence means the exact refusal, never a best-effort answer."""
+    min_top_similarity_score: _Fraction
+    """If the best row scores below this, nothing is trusted: NO_EVIDENCE."""
+    min_similarity_score: _Fraction
+    """Per-row floor; rows below it are dropped. Not above the top gate."""
+    allowed_knowledge_types: Annotated[tuple[StrictStr, ...], Field(min_length=1)]
+    """Knowledge types that may be evidence; any other type fails the request (V5)."""
+    require_knowledge_type: StrictBool
+    """Whether a row without ``knowledge_type_effective`` fails V5 (``001`` rows have none)."""
+    token_encoding: StrictStr
+    """tiktoken encoding that budgets are counted in; must be loadable offline."""
+    input_limits: InputLimits
+
+    @model_validator(mode="after")
+    def _values_are_coherent(self) -> Self:
+        if self.min_similarity_score > self.min_top_similarity_score:
+            raise ValueError("min_similarity_score must not exceed min_top_similarity_score")
+        if self.max_evidence_tokens + self.reserved_output_tokens > self.max_total_prompt_tokens:
+            raise ValueError(
+                "max_evidence_tokens + reserved_output_tokens must fit in max_total_prompt_tokens"
+            )
+        if self.max_chunk_tokens < 1:
+            raise ValueError("max_chunk_token_ratio * max_evidence_tokens must be at least 1")
+        if len(set(self.allowed_knowledge_types)) != len(self.allowed_knowledge_types):
+            raise ValueError("allowed_knowledge_types must not repeat a type")
+        return self
+
+    @property
+    def max_chunk_tokens(self) -> int:
+        """Token ceiling for one evidence entry: ``floor(ratio * max_evidence_tokens)``.
+
+        Computed in decimal so that ``0.35 * 2200`` is 770, not 769 from binary rounding.
+        """
+        exact = Decimal(str(self.max_chunk_token_ratio)) * self.max_evidence_tokens
+        return int(exact.to_integral_value(rounding=ROUND_FLOOR))
+
+    @cached_property
+    def policy_sha256(self) -> str:
+        """sha256 of the policy's canonical JSON: identical content, identical hash.
+
+        Key order and whitespace in the file do not matter; any value change does.
+        """
+        canonical = json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

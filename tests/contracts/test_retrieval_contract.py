@@ -1,0 +1,58 @@
+"""The R2 input contract accepts both spec row shapes and nothing looser."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from pydantic import ValidationError
+
+from groundlock import FiltersApplied, RetrievalBundle, RetrievalRow
+from tests.builders import make_bundle
+
+
+def test_row_in_the_000_shape_parses_with_knowledge_id_defaulting_to_chunk_id():
+    row = RetrievalRow.model_validate(
+        {
+            "chunk_id": "c-1", "rank": 0, "faiss_id": 12, "similarity": 0.8,
+            "chunk_text": "Check the seal.", "knowledge_type_effective": "SAFETY_NOTICE",
+            "equipment_id": None, "event_date": "2025-03-04",
+        }
+    )  # fmt: skip
+    assert row.similarity_score == 0.8
+    assert row.knowledge_id is None
+    assert row.knowledge_key == "c-1"
+    assert row.event_date == date(2025, 3, 4)
+
+
+def test_row_in_the_001_shape_parses():
+    row = RetrievalRow.model_validate(
+        {
+            "chunk_id": "c-2", "knowledge_id": "DOC-9", "chunk_text": "Check the seal.",
+            "rank": 3, "similarity_score": 0.9, "source_reference": "Manual p.4",
+        }
+    )  # fmt: skip
+    assert (row.knowledge_key, row.source_reference, row.faiss_id) == ("DOC-9", "Manual p.4", None)
+
+
+def test_contract_models_are_frozen():
+    bundle = RetrievalBundle.model_validate(make_bundle())
+    with pytest.raises(ValidationError):
+        bundle.top_k = 100  # type: ignore[misc]
+
+
+def test_bundle_round_trips_through_json():
+    bundle = RetrievalBundle.model_validate(make_bundle())
+    assert RetrievalBundle.model_validate_json(bundle.model_dump_json()) == bundle
+
+
+def test_single_knowledge_type_filter_becomes_a_tuple():
+    assert FiltersApplied(knowledge_type="REGULATION").knowledge_type == ("REGULATION",)
+
+
+def test_date_filter_admits_only_dated_rows_in_range():
+    window = FiltersApplied(date_from=date(2025, 1, 1))
+    assert window.admits_date(date(2025, 1, 1))
+    assert not window.admits_date(date(2024, 12, 31))
+    assert not window.admits_date(None)
+    assert FiltersApplied().admits_date(None)

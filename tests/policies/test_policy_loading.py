@@ -1,0 +1,132 @@
+"""Versioned, hash-locked policies: the 001 snapshot, tamper refusal, user policies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from groundlock import Policy, PolicyError, TokenizerUnavailableError, load_policy, lock_policy
+from groundlock.policies import available_policies
+
+BUILTIN = Path(load_policy.__code__.co_filename).parent / "R2_POLICY_V1.json"
+
+
+def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
+    policy = load_policy("R2_POLICY_V1")
+    assert (
+        policy.max_chunks, policy.max_chunks_per_knowledge_id, policy.max_evidence_tokens,
+        policy.reserved_output_tokens, policy.max_total_prompt_tokens,
+        policy.max_chunk_token_ratio, policy.overlap_ratio_threshold, policy.ordering_mode,
+        policy.sanitization_mode, policy.strict_no_evidence, policy.min_top_similarity_score,
+        policy.token_encoding,
+    ) == (6, 2, 2200, 800, 3500, 0.35, 0.80, "rank_strict", "safe_normalize_v1", True, 0.76,
+          "cl100k_base")  # fmt: skip
+    assert policy.allowed_knowledge_types == (
+        "MAINTENANCE_PROCEDURE", "INSPECTION_RECORD", "FAILURE_REPORT", "OPERATING_MANUAL",
+        "SAFETY_NOTICE", "REGULATION",
+    )  # fmt: skip
+    assert policy.max_chunk_tokens == 770  # floor(0.35 * 2200), not 769 from float rounding
+    assert available_policies() == ["R2_POLICY_V1"]
+
+
+def test_policy_is_frozen():
+    policy = load_policy()
+    with pytest.raises(ValidationError):
+        policy.max_chunks = 60  # type: ignore[misc]
+
+
+def test_hash_ignores_formatting_but_not_values(tmp_path: Path):
+    data = json.loads(BUILTIN.read_text(encoding="utf-8"))
+    reformatted = tmp_path / "R2_POLICY_V1.json"
+    reformatted.write_text(json.dumps(data, indent=8, sort_keys=True), encoding="utf-8")
+    shutil.copy(BUILTIN.with_suffix(".sha256"), tmp_path / "R2_POLICY_V1.sha256")
+    assert load_policy(reformatted).policy_sha256 == load_policy().policy_sha256
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("min_top_similarity_score", 0.8), ("max_chunks", 7), ("description", "edited")],
+)
+def test_edited_policy_refuses_to_load(tmp_path: Path, key: str, value: object):
+    data = json.loads(BUILTIN.read_text(encoding="utf-8"))
+    data[key] = value
+    edited = tmp_path / "R2_POLICY_V1.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    shutil.copy(BUILTIN.with_suffix(".sha256"), tmp_path / "R2_POLICY_V1.sha256")
+    with pytest.raises(PolicyError, match="does not match the sha256 recorded"):
+        load_policy(edited)
+
+
+def test_policy_without_its_lock_refuses_to_load(tmp_path: Path):
+    shutil.copy(BUILTIN, tmp_path / "R2_POLICY_V1.json")
+    with pytest.raises(PolicyError, match="cannot read policy"):
+        load_policy(tmp_path / "R2_POLICY_V1.json")
+
+
+def test_users_add_their_own_policy_by_writing_and_locking_a_file(tmp_path: Path):
+    data = json.loads(BUILTIN.read_text(encoding="utf-8"))
+    data.update(policy_version="PLANT_POLICY_V2", max_chunks=4, description="Plant policy.")
+    path = tmp_path / "PLANT_POLICY_V2.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    recorded = lock_policy(path)
+    policy = load_policy(path)
+    assert (policy.policy_version, policy.max_chunks, policy.policy_sha256) == (
+        "PLANT_POLICY_V2", 4, recorded,
+    )  # fmt: skip
+    assert recorded != load_policy().policy_sha256
+
+
+def test_policy_version_must_match_its_file_name(tmp_path: Path):
+    data = json.loads(BUILTIN.read_text(encoding="utf-8"))
+    path = tmp_path / "OTHER_NAME_V1.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(PolicyError, match="declares policy_version 'R2_POLICY_V1'"):
+        lock_policy(path)
+
+
+def test_duplicate_keys_are_rejected_rather_than_silently_last_wins(tmp_path: Path):
+    text = BUILTIN.read_text(encoding="utf-8").replace(
+        '"max_chunks": 6,', '"max_chunks": 6,\n  "max_chunks": 60,'
+    )
+    path = tmp_path / "R2_POLICY_V1.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError, match="repeats the key"):
+        lock_policy(path)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"min_similarity_score": 0.9}, "must not exceed min_top_similarity_score"),
+        ({"max_evidence_tokens": 3000}, "must fit in max_total_prompt_tokens"),
+        ({"ordering_mode": "score_desc"}, "rank_strict"),
+        ({"strict_no_evidence": False}, "strict_no_evidence"),
+        ({"max_chunk_token_ratio": 0.0}, "max_chunk_token_ratio"),
+        ({"allowed_knowledge_types": []}, "allowed_knowledge_types"),
+        ({"overlap_ratio_threshold": 1.5}, "overlap_ratio_threshold"),
+        ({"max_chunks": "6"}, "max_chunks"),
+        ({"unexpected": 1}, "unexpected"),
+    ],
+)
+def test_incoherent_or_lenient_policies_are_invalid(overrides: dict[str, object], message: str):
+    with pytest.raises(ValidationError, match=message):
+        Policy.model_validate({**load_policy().model_dump(), **overrides})
+
+
+def test_policy_naming_an_encoding_without_an_offline_copy_refuses_to_load(tmp_path: Path):
+    data = json.loads(BUILTIN.read_text(encoding="utf-8"))
+    data.update(policy_version="O200K_POLICY_V1", token_encoding="o200k_base")  # noqa: S106
+    path = tmp_path / "O200K_POLICY_V1.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lock_policy(path)
+    with pytest.raises(TokenizerUnavailableError, match="no offline copy"):
+        load_policy(path)
+
+
+def test_unknown_builtin_name_lists_what_exists():
+    with pytest.raises(PolicyError, match="available: R2_POLICY_V1"):
+        load_policy("R3_POLICY_V1")
