@@ -1,4 +1,9 @@
-"""groundlock: a retrieval bundle in, a validated cited answer or a strict refusal out."""
+"""groundlock: a retrieval bundle in, a validated cited answer or a strict refusal out.
+
+The pipeline is a LangChain LCEL chain of custom Runnables, one per contract stage. This
+release ships the foundation: the stage contracts, hash-locked policies and R2 evidence
+assembly (:class:`AssembleEvidence`).
+"""
 
 import logging
 
@@ -16,8 +21,10 @@ from groundlock.contracts import (
     RetrievalStatus,
     SelectedEvidence,
 )
+from groundlock.core import assemble
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
+from groundlock.runnables import AssembleEvidence
 
 logging.getLogger("groundlock").addHandler(logging.NullHandler())
 
@@ -25,6 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnswerBundle",
+    "AssembleEvidence",
     "AssemblyMetrics",
     "AssemblyStatus",
     "AssemblyTrace",
@@ -41,6 +49,7 @@ __all__ = [
     "SelectedEvidence",
     "TokenizerUnavailableError",
     "__version__",
+    "assemble",
     "available_policies",
     "load_policy",
     "lock_policy",

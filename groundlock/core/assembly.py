@@ -1,0 +1,378 @@
+"""R2 as a pure function: ``assemble(payload, policy) -> AnswerBundle``.
+
+The order of operations is the contract:
+
+1. Read the payload (limits, V1-V4; see :mod:`groundlock.core.intake`).
+2. Propagate the retriever's own FAILED / NO_EVIDENCE verdicts.
+3. V5: every declared knowledge type must be allowed by the policy.
+4. Order rows ``rank_strict`` (rank, then chunk_id).
+5. Top-similarity gate: if the best row is below it, nothing is trusted (NO_EVIDENCE).
+6. Walk the rows in order, admitting each unless, first rule first: a filter excludes it,
+   it is below the similarity floor, its knowledge_id is at its cap, it is empty after
+   sanitising, or it near-duplicates an admitted chunk. An admitted chunk longer than
+   ``max_chunk_token_ratio`` of the budget is trimmed; if it does not fit in what is left of
+   the evidence budget, the walk stops there (lower ranks are pruned first). The walk also
+   stops at ``max_chunks``. Rows after a stop are counted under the stopping rule.
+
+Each row is sanitised, shingled and tokenised only if the walk reaches it, and those results
+are cached per text, so the cost is linear in the rows examined and near zero when warm.
+Dedup compares a candidate with the at most ``max_chunks`` admitted chunks, never all pairs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from groundlock.contracts.assembly import (
+    AnswerBundle,
+    AssemblyMetrics,
+    AssemblyThresholds,
+    AssemblyTrace,
+    DroppedRow,
+    SelectedEvidence,
+)
+from groundlock.contracts.enums import AssemblyStatus, RetrievalStatus
+from groundlock.contracts.evidence import (
+    ENTRY_SEPARATOR,
+    HEADER_TEXT_SEPARATOR,
+    anchor_for,
+    render_evidence_header,
+)
+from groundlock.contracts.reasons import DropReason, ReasonCode
+from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.core.intake import Rejection, read_bundle, salvage_identity
+from groundlock.policies.model import Policy
+from groundlock.text.overlap import overlap_ratio, shingles
+from groundlock.text.sanitize import sanitize_evidence
+from groundlock.text.tokens import TokenCounter, get_token_counter
+
+__all__ = ["assemble", "failed_bundle"]
+
+
+def assemble(payload: object, policy: Policy, counter: TokenCounter | None = None) -> AnswerBundle:
+    """Select, order, sanitise and render the evidence a model may see for one request.
+
+    Never raises for bad input: anything that is not a valid bundle comes back FAILED with a
+    reason code and a message naming the field.
+
+    >>> from groundlock.policies import load_policy
+    >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.91,
+    ...        "chunk_text": "Replace the seal every 500 hours.",
+    ...        "knowledge_type_effective": "MAINTENANCE_PROCEDURE"}
+    >>> bundle = {"request_id": "r1", "user_question": "When is the seal replaced?",
+    ...           "retrieval_status": "SUCCESS", "index_version": "idx-1",
+    ...           "embedding_model": "emb-1", "top_k": 5, "results": [row]}
+    >>> print(assemble(bundle, load_policy()).evidence_block_text, end="")
+    [C0 | chunk_id=c1 | knowledge_id=c1 | source=unknown]
+    Replace the seal every 500 hours.
+    <BLANKLINE>
+    """
+    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    read = read_bundle(payload, policy.input_limits)
+    if isinstance(read, Rejection):
+        return _refused(
+            AssemblyStatus.FAILED, read.reason, read.message, policy,
+            request_id=read.request_id, run_id=read.run_id,
+        )  # fmt: skip
+    return _assemble_valid(read, policy, counter)
+
+
+def failed_bundle(
+    payload: object, policy: Policy, reason: ReasonCode, message: str
+) -> AnswerBundle:
+    """A FAILED bundle for ``payload``, keeping whatever identity it carries.
+
+    Used by the runnable to fail closed when a bug escapes :func:`assemble`.
+    """
+    request_id, run_id = salvage_identity(payload)
+    return _refused(
+        AssemblyStatus.FAILED, reason, message, policy, request_id=request_id, run_id=run_id
+    )
+
+
+def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCounter) -> AnswerBundle:
+    if bundle.retrieval_status is RetrievalStatus.FAILED:
+        return _refused(
+            AssemblyStatus.FAILED, ReasonCode.RETRIEVAL_FAILED,
+            "retrieval_status: the retriever reported FAILED", policy, bundle=bundle,
+        )  # fmt: skip
+    if bundle.retrieval_status is RetrievalStatus.NO_EVIDENCE:
+        return _refused(
+            AssemblyStatus.NO_EVIDENCE, ReasonCode.RETRIEVAL_NO_EVIDENCE,
+            "retrieval_status: the retriever found no evidence", policy, bundle=bundle,
+            metrics=_metrics(0, (), ()),
+        )  # fmt: skip
+    domain_problem = _domain_problem(bundle, policy)
+    if domain_problem:
+        return _refused(
+            AssemblyStatus.FAILED, ReasonCode.DOMAIN_INTEGRITY, domain_problem, policy,
+            bundle=bundle,
+        )  # fmt: skip
+
+    rows = sorted(bundle.results, key=lambda row: (row.rank, row.chunk_id))
+    top_similarity = max(row.similarity_score for row in rows)
+    if top_similarity < policy.min_top_similarity_score:
+        dropped = tuple(_dropped(row, DropReason.DROP_TOP_SIMILARITY_GATE) for row in rows)
+        return _refused(
+            AssemblyStatus.NO_EVIDENCE, ReasonCode.TOP_SIMILARITY_BELOW_GATE,
+            "results: no row reaches min_top_similarity_score", policy, bundle=bundle,
+            metrics=_metrics(len(rows), (), dropped),
+        )  # fmt: skip
+
+    walk = _Walk(policy, counter, bundle.filters_applied)
+    for row in rows:
+        walk.visit(row)
+    metrics = _metrics(
+        len(rows), walk.selected, tuple(walk.dropped), walk.hidden_removed, walk.neutralized
+    )
+    if not walk.selected:
+        return _refused(
+            AssemblyStatus.NO_EVIDENCE, ReasonCode.ALL_EVIDENCE_DROPPED,
+            "results: every row was dropped (see metrics.drop_counts)", policy, bundle=bundle,
+            metrics=metrics,
+        )  # fmt: skip
+    return AnswerBundle(
+        request_id=bundle.request_id,
+        assembly_status=AssemblyStatus.OK,
+        reason_code=None,
+        message=None,
+        user_question=bundle.user_question,
+        selected_evidence=tuple(walk.selected),
+        evidence_block_text="".join(item.entry_text for item in walk.selected),
+        trace=_trace(policy, bundle),
+        metrics=metrics,
+    )
+
+
+def _domain_problem(bundle: RetrievalBundle, policy: Policy) -> str | None:
+    allowed = policy.allowed_knowledge_types
+    for index, row in enumerate(bundle.results):
+        kind = row.knowledge_type_effective
+        if kind is None and policy.require_knowledge_type:
+            return (
+                f"results[{index}].knowledge_type_effective: required by policy "
+                f"{policy.policy_version}"
+            )
+        if kind is not None and kind not in allowed:
+            return (
+                f"results[{index}].knowledge_type_effective: not in the allowed_knowledge_types "
+                f"of policy {policy.policy_version}"
+            )
+    return None
+
+
+def _filter_reason(row: RetrievalRow, filters: FiltersApplied | None) -> DropReason | None:
+    if filters is None:
+        return None
+    if filters.equipment_id is not None and row.equipment_id != filters.equipment_id:
+        return DropReason.DROP_EQUIPMENT_FILTER
+    if filters.knowledge_type is not None and (
+        row.knowledge_type_effective not in filters.knowledge_type
+    ):
+        return DropReason.DROP_KNOWLEDGE_TYPE_FILTER
+    if not filters.admits_date(row.event_date):
+        return DropReason.DROP_DATE_FILTER
+    return None
+
+
+@dataclass(slots=True)
+class _Admitted:
+    evidence: SelectedEvidence
+    shingles: frozenset[str]
+
+
+class _Walk:
+    """The rank-order walk of step 6; holds the running selection and budget."""
+
+    def __init__(
+        self, policy: Policy, counter: TokenCounter, filters: FiltersApplied | None
+    ) -> None:
+        self.policy = policy
+        self.counter = counter
+        self.filters = filters
+        self.admitted: list[_Admitted] = []
+        self.dropped: list[DroppedRow] = []
+        self.per_knowledge: Counter[str] = Counter()
+        self.tokens_used = 0
+        self.stopped_by: DropReason | None = None
+        self.hidden_removed = 0
+        self.neutralized = 0
+
+    @property
+    def selected(self) -> tuple[SelectedEvidence, ...]:
+        return tuple(item.evidence for item in self.admitted)
+
+    def visit(self, row: RetrievalRow) -> None:
+        if self.stopped_by is None and len(self.admitted) >= self.policy.max_chunks:
+            self.stopped_by = DropReason.DROP_MAX_CHUNKS
+        reason = self.stopped_by or self._admit(row)
+        if reason is not None:
+            self.dropped.append(_dropped(row, reason))
+
+    def _admit(self, row: RetrievalRow) -> DropReason | None:  # noqa: PLR0911  (one return per rule, in contract order)
+        policy = self.policy
+        reason = _filter_reason(row, self.filters)
+        if reason is not None:
+            return reason
+        if row.similarity_score < policy.min_similarity_score:
+            return DropReason.DROP_BELOW_SIMILARITY_FLOOR
+        if self.per_knowledge[row.knowledge_key] >= policy.max_chunks_per_knowledge_id:
+            return DropReason.DROP_PER_KNOWLEDGE_CAP
+        clean = sanitize_evidence(row.chunk_text or "")  # V4 already refused null and ""
+        self.hidden_removed += clean.removed_characters
+        self.neutralized += clean.neutralized_shapes
+        if not clean.text:
+            return DropReason.DROP_EMPTY_AFTER_SANITIZE
+        row_shingles = shingles(clean.text, policy.overlap_shingle_words)
+        threshold = policy.overlap_ratio_threshold
+        if any(overlap_ratio(row_shingles, a.shingles) > threshold for a in self.admitted):
+            return DropReason.DROP_DUP
+
+        anchor = anchor_for(len(self.admitted))
+        header = render_evidence_header(
+            anchor, row.chunk_id, row.knowledge_key, row.source_reference
+        )
+        header_tokens = self.counter.count(header + HEADER_TEXT_SEPARATOR)
+        full_body_tokens = self.counter.count(clean.text + ENTRY_SEPARATOR)
+        body_budget = policy.max_chunk_tokens - header_tokens
+        text, body_tokens = clean.text, full_body_tokens
+        truncated = body_tokens > body_budget
+        if truncated:
+            text, body_tokens = _trim(clean.text, body_budget, self.counter)
+            if not text:
+                return DropReason.DROP_BUDGET
+        entry_tokens = header_tokens + body_tokens
+        if self.tokens_used + entry_tokens > policy.max_evidence_tokens:
+            self.stopped_by = DropReason.DROP_BUDGET
+            return self.stopped_by
+
+        self.tokens_used += entry_tokens
+        self.per_knowledge[row.knowledge_key] += 1
+        evidence = SelectedEvidence(
+            anchor=anchor,
+            chunk_id=row.chunk_id,
+            knowledge_id=row.knowledge_key,
+            rank=row.rank,
+            similarity_score=row.similarity_score,
+            sanitized_text=text,
+            source_reference=row.source_reference,
+            knowledge_type_effective=row.knowledge_type_effective,
+            equipment_id=row.equipment_id,
+            event_date=row.event_date,
+            faiss_id=row.faiss_id,
+            token_count=entry_tokens,
+            original_token_count=header_tokens + full_body_tokens,
+            truncated=truncated,
+        )
+        self.admitted.append(_Admitted(evidence, row_shingles))
+        return None
+
+
+_SENTENCE_ENDS = (". ", "? ", "! ")
+
+
+def _trim(text: str, body_budget: int, counter: TokenCounter) -> tuple[str, int]:
+    """Cut ``text`` so that it plus its entry separator fits ``body_budget`` tokens.
+
+    Deterministic: take the first tokens that fit, then back off to the last sentence end
+    (or failing that the last space) in the second half of the cut, so the model is not
+    handed half a word. Returns the cut text and its counted tokens, ``("", 0)`` if nothing fits.
+    """
+    keep = body_budget - counter.count(ENTRY_SEPARATOR)
+    while keep > 0:
+        head = counter.prefix_within(text, keep)
+        cut = _nice_cut(head)
+        tokens = counter.count(cut + ENTRY_SEPARATOR) if cut else 0
+        if cut and tokens <= body_budget:
+            return cut, tokens
+        keep -= max(1, tokens - body_budget)
+    return "", 0
+
+
+def _nice_cut(head: str) -> str:
+    half = len(head) // 2
+    sentence_end = max(head.rfind(mark) for mark in _SENTENCE_ENDS)
+    if sentence_end >= half:
+        return head[: sentence_end + 1]
+    space = head.rfind(" ")
+    if space >= half:
+        return head[:space]
+    return head.rstrip()
+
+
+def _dropped(row: RetrievalRow, reason: DropReason) -> DroppedRow:
+    return DroppedRow(chunk_id=row.chunk_id, rank=row.rank, reason=reason)
+
+
+def _metrics(
+    retrieved: int,
+    selected: tuple[SelectedEvidence, ...],
+    dropped: tuple[DroppedRow, ...],
+    hidden_removed: int = 0,
+    neutralized: int = 0,
+) -> AssemblyMetrics:
+    counts = Counter(row.reason for row in dropped)
+    truncated = sum(1 for item in selected if item.truncated)
+    return AssemblyMetrics(
+        retrieved_k=retrieved,
+        selected_k=len(selected),
+        evidence_token_count=sum(item.token_count for item in selected),
+        drop_counts={reason: counts.get(reason, 0) for reason in DropReason},
+        dropped_rows=dropped,
+        truncation_applied=truncated > 0,
+        truncated_count=truncated,
+        hidden_characters_removed=hidden_removed,
+        shapes_neutralized=neutralized,
+    )
+
+
+def _trace(
+    policy: Policy, bundle: RetrievalBundle | None, run_id: str | None = None
+) -> AssemblyTrace:
+    return AssemblyTrace(
+        run_id=bundle.run_id if bundle else run_id,
+        index_version=bundle.index_version if bundle else None,
+        embedding_model=bundle.embedding_model if bundle else None,
+        retrieval_top_k=bundle.top_k if bundle else None,
+        retrieval_latency_ms=bundle.retrieval_latency_ms if bundle else None,
+        filters_applied=bundle.filters_applied if bundle else None,
+        policy_version=policy.policy_version,
+        policy_sha256=policy.policy_sha256,
+        token_encoding=policy.token_encoding,
+        sanitization_mode=policy.sanitization_mode,
+        ordering_mode=policy.ordering_mode,
+        thresholds=AssemblyThresholds(
+            min_top_similarity_score=policy.min_top_similarity_score,
+            min_similarity_score=policy.min_similarity_score,
+            overlap_ratio_threshold=policy.overlap_ratio_threshold,
+            max_chunks=policy.max_chunks,
+            max_chunks_per_knowledge_id=policy.max_chunks_per_knowledge_id,
+            max_evidence_tokens=policy.max_evidence_tokens,
+            max_chunk_tokens=policy.max_chunk_tokens,
+        ),
+    )
+
+
+def _refused(
+    status: AssemblyStatus,
+    reason: ReasonCode,
+    message: str,
+    policy: Policy,
+    *,
+    bundle: RetrievalBundle | None = None,
+    request_id: str | None = None,
+    run_id: str | None = None,
+    metrics: AssemblyMetrics | None = None,
+) -> AnswerBundle:
+    return AnswerBundle(
+        request_id=bundle.request_id if bundle else request_id,
+        assembly_status=status,
+        reason_code=reason,
+        message=message,
+        user_question=bundle.user_question if bundle else None,
+        selected_evidence=(),
+        evidence_block_text="",
+        trace=_trace(policy, bundle, run_id),
+        metrics=metrics,
+    )

@@ -1,0 +1,145 @@
+"""Turn whatever the caller passed into a valid RetrievalBundle, or into a precise refusal.
+
+Callers hand R2 a ``RetrievalBundle``, a parsed JSON dict, or something that is neither.
+Input limits are checked on the raw value first, so a million-row or megabyte-chunk request
+is refused before pydantic spends time on it. Validation errors become one reason code,
+chosen by the spec's fail-fast order (V1 schema, V2 ranks, V3 similarity, V4 text), and a
+message that names the offending field by its path (``results[3].similarity_score``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from groundlock.contracts._fields import Identifier
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.retrieval import RetrievalBundle
+from groundlock.policies.model import InputLimits
+
+__all__ = ["Rejection", "read_bundle", "salvage_identity"]
+
+# Lower number wins when one payload breaks several rules: the spec's V1..V4 order.
+_ERROR_TYPE_REASON: dict[str, tuple[int, ReasonCode]] = {
+    "rank_integrity": (2, ReasonCode.RANK_INTEGRITY),
+    "duplicate_chunk_id": (2, ReasonCode.DUPLICATE_CHUNK_ID),
+    "similarity_integrity": (3, ReasonCode.SIMILARITY_INTEGRITY),
+    "text_integrity": (4, ReasonCode.TEXT_INTEGRITY),
+    "retrieval_inconsistent": (5, ReasonCode.RETRIEVAL_INCONSISTENT),
+}
+_SCHEMA = (1, ReasonCode.INPUT_SCHEMA_INVALID)
+
+_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why a payload is not a usable bundle, plus whatever identity could be salvaged."""
+
+    reason: ReasonCode
+    message: str
+    request_id: str | None
+    run_id: str | None
+
+
+def read_bundle(payload: object, limits: InputLimits) -> RetrievalBundle | Rejection:
+    """Validate ``payload`` into a bundle, or explain precisely why it is not one."""
+    if isinstance(payload, RetrievalBundle):
+        problem = _limit_problem(
+            len(payload.results),
+            payload.user_question,
+            (row.chunk_text for row in payload.results),
+            limits,
+        )
+        if problem:
+            return Rejection(
+                ReasonCode.INPUT_LIMIT_EXCEEDED, problem, payload.request_id, payload.run_id
+            )
+        return payload
+    if not isinstance(payload, Mapping):
+        return Rejection(
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            f"bundle: expected a JSON object (mapping), got {type(payload).__name__}",
+            None,
+            None,
+        )
+    request_id, run_id = salvage_identity(payload)
+    problem = _raw_limit_problem(payload, limits)
+    if problem:
+        return Rejection(ReasonCode.INPUT_LIMIT_EXCEEDED, problem, request_id, run_id)
+    try:
+        return RetrievalBundle.model_validate(payload)
+    except ValidationError as exc:
+        reason, message = _explain(exc)
+        return Rejection(reason, message, request_id, run_id)
+
+
+def salvage_identity(payload: object) -> tuple[str | None, str | None]:
+    """The (request_id, run_id) of any payload, each None unless it is a valid identifier."""
+    if isinstance(payload, RetrievalBundle):
+        return payload.request_id, payload.run_id
+    if isinstance(payload, Mapping):
+        return _salvage_id(payload.get("request_id")), _salvage_id(payload.get("run_id"))
+    return None, None
+
+
+def _salvage_id(value: object) -> str | None:
+    try:
+        return _IDENTIFIER.validate_python(value)
+    except ValidationError:
+        return None
+
+
+def _raw_limit_problem(payload: Mapping[str, Any], limits: InputLimits) -> str | None:
+    results = payload.get("results")
+    rows: Sequence[Any] = results if isinstance(results, list | tuple) else ()
+    question = payload.get("user_question")
+    texts = (row.get("chunk_text") for row in rows if isinstance(row, Mapping))
+    return _limit_problem(len(rows), question if isinstance(question, str) else "", texts, limits)
+
+
+def _limit_problem(
+    row_count: int, question: str, texts: Iterable[object], limits: InputLimits
+) -> str | None:
+    if row_count > limits.max_results:
+        return f"results: {row_count} rows exceed the limit of {limits.max_results}"
+    if len(question) > limits.max_question_chars:
+        return f"user_question: longer than the limit of {limits.max_question_chars} characters"
+    for index, text in enumerate(texts):
+        if isinstance(text, str) and len(text) > limits.max_chunk_chars:
+            return (
+                f"results[{index}].chunk_text: longer than the limit of "
+                f"{limits.max_chunk_chars} characters"
+            )
+    return None
+
+
+def _explain(exc: ValidationError) -> tuple[ReasonCode, str]:
+    errors = exc.errors(include_url=False, include_input=False)
+    ranked = sorted(
+        (_ERROR_TYPE_REASON.get(error["type"], _SCHEMA), position)
+        for position, error in enumerate(errors)
+    )
+    (_, reason), first = ranked[0]
+    error = errors[first]
+    location = _format_location(error["loc"])
+    message = f"{location}: {error['msg']}" if location else str(error["msg"])
+    same_reason = sum(1 for (_, other), _ in ranked if other is reason)
+    if same_reason > 1:
+        message += f" (and {same_reason - 1} more problem(s) of this kind)"
+    return reason, message
+
+
+def _format_location(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in {"function-after", "function-before", "function-wrap"} or "[" in item:
+            continue  # pydantic's internal validator steps, not user-facing fields
+        else:
+            parts.append(f".{item}" if parts else item)
+    return "".join(parts)

@@ -1,0 +1,40 @@
+"""The public surface is curated: adding or removing a name is a reviewed decision."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+import groundlock
+from groundlock.contracts import reasons
+
+EXPECTED = {
+    "AnswerBundle", "AssembleEvidence", "AssemblyMetrics", "AssemblyStatus", "AssemblyTrace",
+    "DropReason", "DroppedRow", "FiltersApplied", "GroundlockError", "Policy", "PolicyError",
+    "ReasonCode", "RetrievalBundle", "RetrievalRow", "RetrievalStatus", "SelectedEvidence",
+    "TokenizerUnavailableError", "__version__", "assemble", "available_policies", "load_policy",
+    "lock_policy",
+}  # fmt: skip
+
+
+def test_public_names_are_pinned():
+    assert set(groundlock.__all__) == EXPECTED
+
+
+def test_every_public_name_resolves_and_explains_itself():
+    for name in groundlock.__all__:
+        value = getattr(groundlock, name)
+        if name != "__version__":
+            assert (value.__doc__ or "").strip(), f"{name} has no docstring"
+
+
+def test_package_layout_shows_the_design_card():
+    for package in ("contracts", "policies", "prompts", "runnables", "chains", "text", "core"):
+        assert import_module(f"groundlock.{package}").__doc__
+
+
+def test_every_reason_code_is_documented():
+    source = Path(reasons.__file__).read_text(encoding="utf-8")
+    for code in [*groundlock.ReasonCode, *groundlock.DropReason]:
+        declaration = f'{code.name} = "{code.value}"\n    """'
+        assert declaration in source, f"{code.name} needs a docstring saying when it is used"
