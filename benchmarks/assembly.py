@@ -22,8 +22,8 @@ from typing import Any
 
 from groundlock import assemble, load_policy
 from groundlock.text import get_token_counter
-from groundlock.text.overlap import shingles
-from groundlock.text.sanitize import sanitize_evidence
+from groundlock.text.overlap import SHINGLE_CACHE
+from groundlock.text.sanitize import SANITIZE_CACHE
 
 POLICY = load_policy()
 COUNTER = get_token_counter(POLICY.token_encoding)
@@ -79,9 +79,9 @@ def _bundle(rows: int, *, duplicates: bool = False) -> dict[str, Any]:
 
 
 def _clear_caches() -> None:
-    COUNTER.clear_cache()
-    sanitize_evidence.cache_clear()
-    shingles.cache_clear()
+    COUNTER.cache.clear()
+    SANITIZE_CACHE.clear()
+    SHINGLE_CACHE.clear()
 
 
 def _measure(call: Callable[[], object], repeat: int, *, cold: bool) -> list[float]:

@@ -1,7 +1,15 @@
-"""Code in the README runs, and prints what its comments say it prints."""
+"""Code in the README runs, and each print shows exactly what its comment promises.
+
+``print(x)  # text`` promises that the line printed is ``text`` (or starts with it when the
+comment ends in ``...``). Comment lines directly under a bare ``print(x)`` promise the
+printed lines, in order.
+"""
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import io
 import os
 import re
 from pathlib import Path
@@ -11,23 +19,46 @@ import pytest
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 _PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
-_PRINT_WITH_EXPECTATION = re.compile(r"^print\(.*\)\s+# (.+)$", re.MULTILINE)
 
 
-def test_readme_python_examples_print_what_their_comments_promise(monkeypatch, capsys):
+def _promises(lines: list[str], statement: ast.stmt) -> list[str]:
+    line = lines[statement.lineno - 1]
+    if "  # " in line:
+        return [line.split("  # ", 1)[1]]
+    below = []
+    for following in lines[statement.end_lineno or statement.lineno :]:
+        if not following.startswith("# "):
+            break
+        below.append(following[2:])
+    return below
+
+
+def _matches(printed: str, promised: str) -> bool:
+    if promised.endswith("..."):
+        return printed.startswith(promised.removesuffix("...").rstrip())
+    return printed == promised
+
+
+def test_readme_python_examples_print_what_their_comments_promise(monkeypatch):
     blocks = _PYTHON_BLOCK.findall(README)
     assert blocks, "the README should show how to use groundlock"
     monkeypatch.chdir(ROOT)
     namespace: dict[str, object] = {}
+    checked = 0
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
-    printed = capsys.readouterr().out
-    expectations = [
-        m.removesuffix("...").strip() for b in blocks for m in _PRINT_WITH_EXPECTATION.findall(b)
-    ]
-    assert len(expectations) >= 4
-    for expected in expectations:
-        assert expected in printed, expected
+        lines = block.splitlines()
+        for statement in ast.parse(block).body:
+            output = io.StringIO()
+            with contextlib.redirect_stdout(output):
+                exec(compile(ast.Module([statement], []), "README.md", "exec"), namespace)  # noqa: S102
+            is_print = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            promised = _promises(lines, statement) if is_print else []
+            printed = output.getvalue().splitlines()
+            for index, expected in enumerate(promised):
+                assert index < len(printed), f"nothing printed for: {expected}"
+                assert _matches(printed[index], expected), (printed[index], expected)
+                checked += 1
+    assert checked >= 7
 
 
 @pytest.mark.parametrize("fragment", ["python -m pytest", "-c constraints.txt -e '.[dev]'"])

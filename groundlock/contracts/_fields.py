@@ -34,7 +34,7 @@ CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 # "[C0 | chunk_id=... | knowledge_id=... | source=...]", spread over several lines, or hide.
 _FORBIDDEN_IN_METADATA_RE = re.compile(
     "["
-    + re.escape("[]|")
+    + re.escape("[]|<>")
     + "".join(re.escape(c) for c in sorted(WHITESPACE_CHARACTERS - {" "}))
     + "]|"
     + HIDDEN_CHARACTERS_PATTERN
@@ -53,7 +53,8 @@ def _check_metadata_text(value: str, max_length: int) -> str:
     if _FORBIDDEN_IN_METADATA_RE.search(value):
         raise PydanticCustomError(
             "identifier",
-            "must not contain '[', ']', '|', line breaks, tabs, control or invisible characters",
+            "must not contain '[', ']', '|', '<', '>', line breaks, tabs, control or "
+            "invisible characters",
         )
     return value
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Self
 
-from pydantic import BaseModel, NonNegativeInt, computed_field, model_validator
+from pydantic import BaseModel, NonNegativeInt, field_validator, model_validator
 
-from groundlock.contracts._fields import CONTRACT_CONFIG
+from groundlock.contracts._fields import CONTRACT_CONFIG, Identifier, SourceReference
 from groundlock.contracts.enums import AssemblyStatus
 from groundlock.contracts.evidence import (
     ENTRY_SEPARATOR,
@@ -23,6 +23,7 @@ from groundlock.contracts.evidence import (
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied
+from groundlock.text.sanitize import sanitize_evidence
 
 __all__ = [
     "AnswerBundle",
@@ -41,15 +42,15 @@ class SelectedEvidence(BaseModel):
 
     anchor: str
     """``C<n>``: the position of this entry in the evidence block."""
-    chunk_id: str
-    knowledge_id: str
+    chunk_id: Identifier
+    knowledge_id: Identifier
     """The row's knowledge_id, or its chunk_id when the row had none."""
     rank: NonNegativeInt
     similarity_score: float
     """Kept for the audit trail; never rendered into the prompt or the public response."""
     sanitized_text: str
     """The text exactly as it appears in the prompt (sanitised, possibly trimmed)."""
-    source_reference: str | None
+    source_reference: SourceReference | None
     knowledge_type_effective: str | None
     equipment_id: str | None
     event_date: date | None
@@ -60,6 +61,15 @@ class SelectedEvidence(BaseModel):
     """Tokens the untrimmed text would have added; equals token_count unless truncated."""
     truncated: bool
     """Whether the text was cut to respect ``max_chunk_token_ratio``."""
+
+    @field_validator("sanitized_text")
+    @classmethod
+    def _is_sanitised(cls, value: str) -> str:
+        # A bundle may also arrive from outside (a replay, a direct R3 call): its text must
+        # be exactly what sanitising would leave, or it could carry structure into a prompt.
+        if not value or sanitize_evidence(value).text != value:
+            raise ValueError("sanitized_text must be non-empty safe_normalize_v1 output")
+        return value
 
     @property
     def header(self) -> str:
@@ -120,13 +130,6 @@ class AssemblyTrace(BaseModel):
     thresholds: AssemblyThresholds
 
 
-_SPEC_COUNTS = {
-    "dedup_dropped_count": DropReason.DROP_DUP,
-    "budget_dropped_count": DropReason.DROP_BUDGET,
-    "per_knowledge_cap_dropped_count": DropReason.DROP_PER_KNOWLEDGE_CAP,
-}
-
-
 class AssemblyMetrics(BaseModel):
     """Counts that explain the selection: every retrieved row is either selected or dropped."""
 
@@ -140,50 +143,26 @@ class AssemblyMetrics(BaseModel):
     """Rows dropped per reason; every reason is present, zero or not, for a stable schema."""
     dropped_rows: tuple[DroppedRow, ...]
     truncation_applied: bool
-    truncated_count: NonNegativeInt
+    """Whether any selected chunk was trimmed (see ``SelectedEvidence.truncated``)."""
     hidden_characters_removed: NonNegativeInt
     """Hidden characters removed from the rows that selection examined."""
     shapes_neutralized: NonNegativeInt
     """Forged anchors, headers or fences neutralised in the rows that selection examined."""
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def dedup_dropped_count(self) -> int:
         """``001``'s name for ``drop_counts[DROP_DUP]``."""
-        return self.drop_counts.get(_SPEC_COUNTS["dedup_dropped_count"], 0)
+        return self.drop_counts[DropReason.DROP_DUP]
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def budget_dropped_count(self) -> int:
         """``001``'s name for ``drop_counts[DROP_BUDGET]``."""
-        return self.drop_counts.get(_SPEC_COUNTS["budget_dropped_count"], 0)
+        return self.drop_counts[DropReason.DROP_BUDGET]
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def per_knowledge_cap_dropped_count(self) -> int:
         """``001``'s name for ``drop_counts[DROP_PER_KNOWLEDGE_CAP]``."""
-        return self.drop_counts.get(_SPEC_COUNTS["per_knowledge_cap_dropped_count"], 0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _accept_serialised_counts(cls, data: object) -> object:
-        """Let a serialised bundle validate again.
-
-        The spec-named counts are derived, so they are dropped on input after checking that
-        they agree with ``drop_counts``.
-        """
-        if not isinstance(data, dict) or not _SPEC_COUNTS.keys() & data.keys():
-            return data
-        data = dict(data)
-        counts = data.get("drop_counts")
-        for name, reason in _SPEC_COUNTS.items():
-            if name in data:
-                given = data.pop(name)
-                if isinstance(counts, dict) and given != counts.get(
-                    reason, counts.get(str(reason))
-                ):
-                    raise ValueError(f"{name} disagrees with drop_counts[{reason}]")
-        return data
+        return self.drop_counts[DropReason.DROP_PER_KNOWLEDGE_CAP]
 
     @model_validator(mode="after")
     def _every_row_is_accounted_for(self) -> Self:
@@ -234,6 +213,8 @@ class AnswerBundle(BaseModel):
                 raise ValueError("a non-OK AnswerBundle needs a reason_code")
             if self.selected_evidence or self.evidence_block_text:
                 raise ValueError("a non-OK AnswerBundle must not carry evidence")
+            if self.metrics is not None:
+                _check_metrics_match(self.metrics, ())
             return self
         if self.reason_code is not None:
             raise ValueError("an OK AnswerBundle has no reason_code")
@@ -246,6 +227,19 @@ class AnswerBundle(BaseModel):
             raise ValueError("an OK AnswerBundle needs request_id and user_question")
         if self.allowed_anchors != tuple(anchor_for(i) for i in range(len(self.selected_evidence))):
             raise ValueError("anchors must be C0, C1, ... in evidence order")
+        if len({item.chunk_id for item in self.selected_evidence}) != len(self.selected_evidence):
+            raise ValueError("each anchor must map to a different chunk")
         if self.evidence_block_text != "".join(e.entry_text for e in self.selected_evidence):
             raise ValueError("evidence_block_text must be exactly the rendered entries")
+        _check_metrics_match(self.metrics, self.selected_evidence)
         return self
+
+
+def _check_metrics_match(metrics: AssemblyMetrics, selected: tuple[SelectedEvidence, ...]) -> None:
+    """The metrics that restate the evidence must restate it correctly."""
+    if metrics.selected_k != len(selected):
+        raise ValueError("metrics.selected_k must equal the number of selected chunks")
+    if metrics.evidence_token_count != sum(item.token_count for item in selected):
+        raise ValueError("metrics.evidence_token_count must be the sum of the entries' tokens")
+    if metrics.truncation_applied != any(item.truncated for item in selected):
+        raise ValueError("metrics.truncation_applied must say whether any entry was trimmed")

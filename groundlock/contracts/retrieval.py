@@ -14,6 +14,7 @@ input limits) belong to assembly.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Annotated, Self
 
@@ -31,6 +32,8 @@ from groundlock.contracts._fields import (
 from groundlock.contracts.enums import RetrievalStatus
 
 __all__ = ["FiltersApplied", "RetrievalBundle", "RetrievalRow"]
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 class RetrievalRow(BaseModel):
@@ -80,6 +83,18 @@ class RetrievalRow(BaseModel):
         if not value:
             raise PydanticCustomError("text_integrity", "chunk_text must be a non-empty string")
         return value
+
+    @model_validator(mode="after")
+    def _matches_a_spec_shape(self) -> Self:
+        if self.knowledge_id is None and (
+            self.faiss_id is None or self.knowledge_type_effective is None
+        ):
+            raise PydanticCustomError(
+                "row_shape",
+                "a row needs knowledge_id (spec 001 shape) or both faiss_id and "
+                "knowledge_type_effective (spec 000 shape)",
+            )
+        return self
 
     @property
     def knowledge_key(self) -> str:
@@ -158,6 +173,19 @@ class RetrievalBundle(BaseModel):
     def _question_present(cls, value: str) -> str:
         if not value.strip():
             raise PydanticCustomError("value_error", "user_question must not be empty")
+        if _SURROGATE_RE.search(value):
+            raise PydanticCustomError(
+                "value_error", "user_question must be valid Unicode text (a lone surrogate)"
+            )
+        return value
+
+    @field_validator("results", mode="before")
+    @classmethod
+    def _results_is_an_array(cls, value: object) -> object:
+        # Anything else (a generator, a mapping, a string) would be iterated by pydantic
+        # after the input limits were checked, so it is refused before that can happen.
+        if not isinstance(value, list | tuple):
+            raise PydanticCustomError("list_type", "must be a JSON array of rows")
         return value
 
     @model_validator(mode="after")
@@ -194,15 +222,15 @@ def _check_ranks(rows: tuple[RetrievalRow, ...]) -> None:
         if row.rank in seen:
             raise PydanticCustomError(
                 "rank_integrity",
-                "results[{index}].rank: rank {rank} also appears at results[{first}]",
-                {"index": index, "rank": row.rank, "first": seen[row.rank]},
+                "results[{index}].rank: repeats the rank of results[{first}]",
+                {"index": index, "first": seen[row.rank]},
             )
         if not 0 <= row.rank < len(rows):
             raise PydanticCustomError(
                 "rank_integrity",
-                "results[{index}].rank: rank {rank} is out of range; {count} rows must be "
-                "ranked 0..{last} with no gaps",
-                {"index": index, "rank": row.rank, "last": len(rows) - 1, "count": len(rows)},
+                "results[{index}].rank: out of range; {count} rows must be ranked 0..{last} "
+                "with no gaps",
+                {"index": index, "last": len(rows) - 1, "count": len(rows)},
             )
         seen[row.rank] = index
 

@@ -9,7 +9,9 @@ The order of operations is the contract:
 5. Top-similarity gate: if the best row is below it, nothing is trusted (NO_EVIDENCE).
 6. Walk the rows in order, admitting each unless, first rule first: a filter excludes it,
    it is below the similarity floor, its knowledge_id is at its cap, it is empty after
-   sanitising, or it near-duplicates an admitted chunk. An admitted chunk longer than
+   sanitising, or an admitted chunk already covers most of it (more than
+   ``overlap_ratio_threshold`` of its shingles are in the text shown for that admitted
+   chunk, so trimmed-away text never counts as shown). An admitted chunk longer than
    ``max_chunk_token_ratio`` of the budget is trimmed; if it does not fit in what is left of
    the evidence budget, the walk stops there (lower ranks are pruned first). The walk also
    stops at ``max_chunks``. Rows after a stop are counted under the stopping rule.
@@ -43,7 +45,7 @@ from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
-from groundlock.text.overlap import overlap_ratio, shingles
+from groundlock.text.overlap import covered_fraction, shingles
 from groundlock.text.sanitize import sanitize_evidence
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
@@ -57,7 +59,7 @@ def assemble(payload: object, policy: Policy, counter: TokenCounter | None = Non
     reason code and a message naming the field.
 
     >>> from groundlock.policies import load_policy
-    >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.91,
+    >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.91, "faiss_id": 7,
     ...        "chunk_text": "Replace the seal every 500 hours.",
     ...        "knowledge_type_effective": "MAINTENANCE_PROCEDURE"}
     >>> bundle = {"request_id": "r1", "user_question": "When is the seal replaced?",
@@ -224,9 +226,9 @@ class _Walk:
         self.neutralized += clean.neutralized_shapes
         if not clean.text:
             return DropReason.DROP_EMPTY_AFTER_SANITIZE
-        row_shingles = shingles(clean.text, policy.overlap_shingle_words)
-        threshold = policy.overlap_ratio_threshold
-        if any(overlap_ratio(row_shingles, a.shingles) > threshold for a in self.admitted):
+        size, threshold = policy.overlap_shingle_words, policy.overlap_ratio_threshold
+        row_shingles = shingles(clean.text, size)
+        if any(covered_fraction(row_shingles, a.shingles) > threshold for a in self.admitted):
             return DropReason.DROP_DUP
 
         anchor = anchor_for(len(self.admitted))
@@ -265,7 +267,8 @@ class _Walk:
             original_token_count=header_tokens + full_body_tokens,
             truncated=truncated,
         )
-        self.admitted.append(_Admitted(evidence, row_shingles))
+        shown = shingles(text, size) if truncated else row_shingles
+        self.admitted.append(_Admitted(evidence, shown))
         return None
 
 
@@ -279,10 +282,10 @@ def _trim(text: str, body_budget: int, counter: TokenCounter) -> tuple[str, int]
     (or failing that the last space) in the second half of the cut, so the model is not
     handed half a word. Returns the cut text and its counted tokens, ``("", 0)`` if nothing fits.
     """
+    token_ids = counter.encode(text)  # once: each attempt below only decodes a prefix
     keep = body_budget - counter.count(ENTRY_SEPARATOR)
     while keep > 0:
-        head = counter.prefix_within(text, keep)
-        cut = _nice_cut(head)
+        cut = _nice_cut(counter.decode_prefix(token_ids, keep))
         tokens = counter.count(cut + ENTRY_SEPARATOR) if cut else 0
         if cut and tokens <= body_budget:
             return cut, tokens
@@ -313,15 +316,13 @@ def _metrics(
     neutralized: int = 0,
 ) -> AssemblyMetrics:
     counts = Counter(row.reason for row in dropped)
-    truncated = sum(1 for item in selected if item.truncated)
     return AssemblyMetrics(
         retrieved_k=retrieved,
         selected_k=len(selected),
         evidence_token_count=sum(item.token_count for item in selected),
         drop_counts={reason: counts.get(reason, 0) for reason in DropReason},
         dropped_rows=dropped,
-        truncation_applied=truncated > 0,
-        truncated_count=truncated,
+        truncation_applied=any(item.truncated for item in selected),
         hidden_characters_removed=hidden_removed,
         shapes_neutralized=neutralized,
     )

@@ -33,6 +33,8 @@ _ERROR_TYPE_REASON: dict[str, tuple[int, ReasonCode]] = {
 _SCHEMA = (1, ReasonCode.INPUT_SCHEMA_INVALID)
 
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
+_MAX_KEY = 64
+_MAX_DETAIL = 240
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +68,23 @@ def read_bundle(payload: object, limits: InputLimits) -> RetrievalBundle | Rejec
             None,
             None,
         )
-    request_id, run_id = salvage_identity(payload)
-    problem = _raw_limit_problem(payload, limits)
+    try:
+        return _read_mapping(dict(payload), limits)
+    except Exception as exc:  # noqa: BLE001  (a caller's mapping or row type may fail any way)
+        return Rejection(
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            f"bundle: could not be read ({type(exc).__name__})",
+            *salvage_identity(payload),
+        )
+
+
+def _read_mapping(data: dict[str, Any], limits: InputLimits) -> RetrievalBundle | Rejection:
+    request_id, run_id = salvage_identity(data)
+    problem = _raw_limit_problem(data, limits)
     if problem:
         return Rejection(ReasonCode.INPUT_LIMIT_EXCEEDED, problem, request_id, run_id)
     try:
-        return RetrievalBundle.model_validate(payload)
+        return RetrievalBundle.model_validate(data)
     except ValidationError as exc:
         reason, message = _explain(exc)
         return Rejection(reason, message, request_id, run_id)
@@ -82,7 +95,10 @@ def salvage_identity(payload: object) -> tuple[str | None, str | None]:
     if isinstance(payload, RetrievalBundle):
         return payload.request_id, payload.run_id
     if isinstance(payload, Mapping):
-        return _salvage_id(payload.get("request_id")), _salvage_id(payload.get("run_id"))
+        try:
+            return _salvage_id(payload.get("request_id")), _salvage_id(payload.get("run_id"))
+        except Exception:  # noqa: BLE001  (salvage is best effort and must never raise)
+            return None, None
     return None, None
 
 
@@ -126,11 +142,16 @@ def _explain(exc: ValidationError) -> tuple[ReasonCode, str]:
     (_, reason), first = ranked[0]
     error = errors[first]
     location = _format_location(error["loc"])
-    message = f"{location}: {error['msg']}" if location else str(error["msg"])
+    detail = _clip(str(error["msg"]), _MAX_DETAIL)
+    message = f"{location}: {detail}" if location else detail
     same_reason = sum(1 for (_, other), _ in ranked if other is reason)
     if same_reason > 1:
         message += f" (and {same_reason - 1} more problem(s) of this kind)"
     return reason, message
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _format_location(loc: tuple[int | str, ...]) -> str:
@@ -141,5 +162,6 @@ def _format_location(loc: tuple[int | str, ...]) -> str:
         elif item in {"function-after", "function-before", "function-wrap"} or "[" in item:
             continue  # pydantic's internal validator steps, not user-facing fields
         else:
-            parts.append(f".{item}" if parts else item)
+            name = _clip(item, _MAX_KEY)  # an unknown key is caller input: never echo it whole
+            parts.append(f".{name}" if parts else name)
     return "".join(parts)

@@ -1,6 +1,12 @@
 """Versioned, hash-locked policies (``R2_POLICY_V1``, ...) and their loader."""
 
-from groundlock.policies.loader import DEFAULT_POLICY, available_policies, load_policy, lock_policy
+from groundlock.policies.loader import (
+    DEFAULT_POLICY,
+    available_policies,
+    check_policy_identity,
+    load_policy,
+    lock_policy,
+)
 from groundlock.policies.model import InputLimits, Policy
 
 __all__ = [
@@ -8,6 +14,7 @@ __all__ = [
     "InputLimits",
     "Policy",
     "available_policies",
+    "check_policy_identity",
     "load_policy",
     "lock_policy",
 ]

@@ -7,6 +7,7 @@ refuses to load: a changed threshold can never ride along silently under an old 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -20,7 +21,13 @@ from groundlock.errors import PolicyError
 from groundlock.policies.model import Policy
 from groundlock.text.tokens import get_token_counter
 
-__all__ = ["DEFAULT_POLICY", "available_policies", "load_policy", "lock_policy"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "available_policies",
+    "check_policy_identity",
+    "load_policy",
+    "lock_policy",
+]
 
 DEFAULT_POLICY = "R2_POLICY_V1"
 """The policy used when none is named."""
@@ -108,6 +115,31 @@ def load_policy(policy: str | os.PathLike[str] = DEFAULT_POLICY) -> Policy:
         )
     get_token_counter(loaded.token_encoding)
     return loaded
+
+
+@functools.cache
+def _builtin_sha256(version: str) -> str:
+    return load_policy(version).policy_sha256
+
+
+def check_policy_identity(policy: Policy) -> Policy:
+    """Refuse a policy that borrows a built-in version name but not its content.
+
+    A policy built in code (``Policy(...)`` or ``model_copy``) skips the file lock; without
+    this check it could run as ``R2_POLICY_V1`` with other thresholds, and the trace would
+    name a version that never decided anything.
+
+    Raises:
+        PolicyError: ``policy.policy_version`` is a built-in name and the hashes differ.
+    """
+    if policy.policy_version in available_policies() and (
+        policy.policy_sha256 != _builtin_sha256(policy.policy_version)
+    ):
+        raise PolicyError(
+            f"this policy calls itself {policy.policy_version!r} but its content differs from "
+            "the locked built-in; give changed values a new policy_version"
+        )
+    return policy
 
 
 def lock_policy(path: str | os.PathLike[str]) -> str:

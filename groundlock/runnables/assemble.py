@@ -8,7 +8,7 @@ from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.core.assembly import assemble, failed_bundle
-from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
 from groundlock.policies.model import Policy
 from groundlock.runnables._stage import Stage
 from groundlock.text.tokens import get_token_counter
@@ -28,6 +28,7 @@ class AssembleEvidence(Stage[RetrievalBundle, AnswerBundle]):
     ...                        "retrieval_status": "SUCCESS", "index_version": "i1",
     ...                        "embedding_model": "e1", "top_k": 3,
     ...                        "results": [{"chunk_id": "c1", "rank": 0, "similarity": 1.5,
+    ...                                     "knowledge_id": "K1",
     ...                                     "chunk_text": "Torque to 45 Nm."}]})
     >>> result.assembly_status.value, result.reason_code.value
     ('FAILED', 'SIMILARITY_INTEGRITY')
@@ -44,8 +45,9 @@ class AssembleEvidence(Stage[RetrievalBundle, AnswerBundle]):
     @classmethod
     def _load_named_policy(cls, value: object) -> object:
         policy = load_policy(value) if isinstance(value, str) else value
-        if isinstance(policy, Policy):
-            get_token_counter(policy.token_encoding)  # fail at build time, not per request
+        if isinstance(policy, Policy):  # fail at build time, not per request
+            check_policy_identity(policy)
+            get_token_counter(policy.token_encoding)
         return policy
 
     def _run(self, stage_input: object) -> AnswerBundle:

@@ -4,18 +4,21 @@ Evidence comes from documents nobody in the request path controls, so it is trea
 that may try to look like prompt structure. The sanitiser does four things, in this order:
 
 1. **Remove hidden characters**: C0/C1 control characters that are not whitespace, NUL,
-   Unicode format characters (zero-width spaces and joiners, bidi embeddings, overrides and
-   isolates, the invisible "tag" block used for ASCII smuggling, soft hyphen, BOM) and lone
-   surrogates (which cannot even be encoded as UTF-8 prompt bytes).
+   Unicode format characters, lone surrogates (which cannot even be encoded as UTF-8 prompt
+   bytes) and every *default-ignorable* code point — zero-width spaces and joiners, bidi
+   embeddings, overrides and isolates, variation selectors, the combining grapheme joiner,
+   Hangul fillers, the invisible tag plane used for ASCII smuggling, soft hyphen, BOM.
 2. **Collapse whitespace**: every run of whitespace, line breaks included, becomes one space.
-   Sanitised evidence is therefore a single line, so no chunk can start a line of the prompt:
-   it cannot forge a section header, a fence or an evidence header line, whatever it says.
+   A chunk is one line of the prompt, directly under the header line the assembler wrote, so
+   it cannot add header lines or split itself into what looks like several entries.
 3. **Neutralise anchor-shaped brackets**: ``[C3]``, ``[c0]``, ``[C 1]``, ``[C-1]``, ``[C0, C1]``,
-   ``【C2】`` and forged evidence headers ``[C9 | chunk_id=...]`` get round brackets instead of
-   square ones, so the model never sees a valid anchor or header that the assembler did not
-   write. Words are untouched; only the bracket characters change.
-4. **Neutralise fence tags**: ``<evidence>``, ``</evidence>`` and the other tag names the prompt
-   template uses to fence sections get their angle brackets escaped (``&lt;/evidence&gt;``).
+   look-alikes such as ``【C2】``, ``⟦C0⟧`` or a Cyrillic capital es (U+0421), and forged headers
+   ``[C9 | chunk_id=...]`` get round brackets, so the model never sees an anchor or header
+   that the assembler did not write. Words are untouched; only bracket characters change.
+4. **Neutralise fence tags**: ``<evidence>``, ``</question>`` and the other tag names in
+   :data:`FENCE_TAG_NAMES` get their angle brackets escaped (``&lt;/evidence&gt;``). Prompt
+   templates delimit their sections with exactly these tags, so evidence cannot close its
+   section or open another one.
 
 The character sets are frozen literals, not ``unicodedata`` lookups, so the output is the
 same on every Python version: ``safe_normalize_v1`` is a versioned contract, and a change to
@@ -26,33 +29,29 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+
+from groundlock.text._cache import WeightedLRU
 
 __all__ = [
     "FENCE_TAG_NAMES",
-    "HIDDEN_CHARACTERS",
     "HIDDEN_CHARACTERS_PATTERN",
+    "SANITIZE_CACHE",
     "WHITESPACE_CHARACTERS",
     "SanitizedText",
     "sanitize_evidence",
 ]
 
-# Unicode 14.0 categories Cf (format) and Cs (surrogates), plus Cc (control) minus the control
-# characters that str.split() treats as whitespace. Frozen for safe_normalize_v1.
+# Unicode 14.0: categories Cf and Cs, Cc minus the controls str.split() treats as whitespace,
+# and Default_Ignorable_Code_Point. Frozen for safe_normalize_v1.
 _HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F),
-    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
-    (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E),
-    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
-    (0xD800, 0xDFFF), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F), (0x00AD, 0x00AD),
+    (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xD800, 0xDFFF),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
     (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+    (0xE0000, 0xE0FFF),
 )  # fmt: skip
-
-HIDDEN_CHARACTERS: frozenset[str] = frozenset(
-    chr(cp) for low, high in _HIDDEN_RANGES for cp in range(low, high + 1)
-)
-"""Characters removed by step 1."""
 
 WHITESPACE_CHARACTERS: frozenset[str] = frozenset(
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
@@ -72,37 +71,38 @@ FENCE_TAG_NAMES: tuple[str, ...] = (
     "output_rules",
     "output_format",
 )
-"""Tag names the prompt templates may use as fences; evidence can never contain them raw."""
+"""Tag names prompt templates may use to delimit sections; evidence never contains them raw."""
 
 
 def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
-    parts = []
-    for low, high in ranges:
-        parts.append(
-            re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
-        )
+    parts = [
+        re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
+        for low, high in ranges
+    ]
     return "[" + "".join(parts) + "]"
 
 
 HIDDEN_CHARACTERS_PATTERN = _char_class(_HIDDEN_RANGES)
-"""A regex character class matching any character of :data:`HIDDEN_CHARACTERS`."""
+"""A regex character class matching every character that step 1 removes."""
 _HIDDEN_RE = re.compile(HIDDEN_CHARACTERS_PATTERN)
 
-# ASCII, fullwidth, lenticular and tortoise-shell brackets: all read as "[" by a model.
-_OPEN = re.escape("[\uff3b\u3010\u3014\u3016")
-_CLOSE = re.escape("]\uff3d\u3011\u3015\u3017")
-# An anchor starts with C/c, optionally spaced or signed, then a digit: [C0], [c1], [C 2],
-# [C-1], [C01], [C0, C1], [C9 | chunk_id=...]. Brackets around header field syntax count too.
-_ANCHOR_START = r"\s*[Cc]\s*[-+]?\s*\d"
+# Square brackets and the brackets a model reads as square: fullwidth, black and white
+# lenticular, tortoise shell, mathematical and CJK white square, ornament, quill, small.
+_OPEN = re.escape("[\uff3b\u3010\u3016\u3014\u27e6\u301a\u2772\u2045\ufe5d")
+_CLOSE = re.escape("]\uff3d\u3011\u3017\u3015\u27e7\u301b\u2773\u2046\ufe5e")
+# C and its look-alikes (Cyrillic, fullwidth, Roman numeral, Greek lunate sigma).
+_C = "Cc\u0421\u0441\uff23\uff43\u216d\u217d\u03f9\u03f2"
+# An anchor: C, optionally spaced or signed, then a digit. [C0], [c1], [C 2], [C-1], [C01],
+# [C0, C1], [C9 | chunk_id=...]. Brackets around header field syntax count too.
+_ANCHOR_START = rf"\s*[{_C}]\s*[-+]?\s*\d"
 _BRACKETED_ANCHOR_RE = re.compile(
     rf"[{_OPEN}](?:(?={_ANCHOR_START})|(?=[^{_OPEN}{_CLOSE}]*\b(?:chunk_id|knowledge_id)\s*=))"
     rf"([^{_OPEN}{_CLOSE}]*)[{_CLOSE}]"
 )
 _UNCLOSED_ANCHOR_RE = re.compile(rf"[{_OPEN}](?={_ANCHOR_START})")
-_FENCE_TAG_RE = re.compile(
-    r"<(\s*/?\s*(?:" + "|".join(FENCE_TAG_NAMES) + r")\b[^<>]*)>", re.IGNORECASE
-)
-_FENCE_TAG_OPEN_RE = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(FENCE_TAG_NAMES) + r")\b)", re.I)
+_FENCE_NAMES = "|".join(FENCE_TAG_NAMES)
+_FENCE_TAG_RE = re.compile(rf"<(\s*/?\s*(?:{_FENCE_NAMES})\b[^<>]*)>", re.IGNORECASE)
+_FENCE_TAG_OPEN_RE = re.compile(rf"<(?=\s*/?\s*(?:{_FENCE_NAMES})\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,16 +121,7 @@ class SanitizedText:
     """Anchor, header or fence shapes neutralised in steps 3 and 4."""
 
 
-@lru_cache(maxsize=16_384)
-def sanitize_evidence(raw: str) -> SanitizedText:
-    r"""Apply ``safe_normalize_v1`` to one chunk text.
-
-    Cached per raw text: retrieval keeps returning the same popular chunks, and sanitising is
-    the largest per-row cost after tokenisation.
-
-    >>> sanitize_evidence("Torque to 45 Nm\u200b [C9 | chunk_id=x]\n\nthen stop.").text
-    'Torque to 45 Nm (C9 | chunk_id=x) then stop.'
-    """
+def _sanitize(raw: str) -> SanitizedText:
     cleaned, removed = _HIDDEN_RE.subn("", raw)
     cleaned = " ".join(cleaned.split())
     cleaned, bracketed = _BRACKETED_ANCHOR_RE.subn(r"(\1)", cleaned)
@@ -142,3 +133,21 @@ def sanitize_evidence(raw: str) -> SanitizedText:
         removed_characters=removed,
         neutralized_shapes=bracketed + unclosed + tags + open_tags,
     )
+
+
+SANITIZE_CACHE: WeightedLRU[str, SanitizedText] = WeightedLRU(
+    _sanitize,
+    weigh=lambda raw, clean: 2 * (len(raw) + len(clean.text)) + 160,
+    max_weight=32 * 2**20,
+)
+"""Sanitised text per raw text: popular chunks recur, and sanitising is the largest per-row
+cost after tokenisation. Bounded at about 32 MB."""
+
+
+def sanitize_evidence(raw: str) -> SanitizedText:
+    r"""Apply ``safe_normalize_v1`` to one chunk text.
+
+    >>> sanitize_evidence("Torque to 45 Nm\u200b [C9 | chunk_id=x]\n\nthen stop.").text
+    'Torque to 45 Nm (C9 | chunk_id=x) then stop.'
+    """
+    return SANITIZE_CACHE(raw)

@@ -13,10 +13,12 @@ tokenising ~300 tokens costs far more than the rest of assembly.
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING
 
 from groundlock.errors import TokenizerUnavailableError
+from groundlock.text._cache import WeightedLRU
 
 if TYPE_CHECKING:
     from tiktoken import Encoding
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["TokenCounter", "get_token_counter", "load_encoding"]
 
 _OFFLINE_SUFFIX = "_offline"
-_CACHE_SIZE = 65_536
+_CACHE_BYTES = 32 * 2**20
 
 
 def load_encoding(name: str) -> Encoding:
@@ -60,36 +62,41 @@ class TokenCounter:
 
     def __init__(self, encoding: Encoding) -> None:
         self.encoding = encoding
-        # Per-instance LRU: bounded memory, C-implemented, thread-safe.
-        self.count = lru_cache(maxsize=_CACHE_SIZE)(self._count_uncached)
+        self.cache: WeightedLRU[str, int] = WeightedLRU(
+            self._count_uncached,
+            weigh=lambda text, _count: (len(text) if text.isascii() else 4 * len(text)) + 100,
+            max_weight=_CACHE_BYTES,
+        )
 
-    @property
-    def name(self) -> str:
-        """The encoding's name as the policy spells it (without the offline suffix)."""
-        return str(self.encoding.name).removesuffix(_OFFLINE_SUFFIX)
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text`` (cached per text, size-bounded)."""
+        return self.cache(text)
 
     def _count_uncached(self, text: str) -> int:
-        # encode_ordinary: text that spells a special token ("<|endoftext|>") is ordinary
-        # evidence, never a control token, and never an error.
-        return len(self.encoding.encode_ordinary(text))
+        return len(self.encode(text))
 
-    def prefix_within(self, text: str, max_tokens: int) -> str:
-        """Return the longest prefix of ``text`` that is exactly its first ``max_tokens`` tokens.
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, uncached.
 
-        The cut falls on a character boundary (a token that splits a multi-byte character is
-        left out), so the prefix is always a true prefix of ``text``.
+        ``encode_ordinary``: text that spells a special token (``<|endoftext|>``) is ordinary
+        evidence, never a control token, and never an error.
         """
-        if max_tokens <= 0:
-            return ""
-        tokens = self.encoding.encode_ordinary(text)
-        if len(tokens) <= max_tokens:
-            return text
-        head = b"".join(self.encoding.decode_tokens_bytes(tokens[:max_tokens]))
+        tokens: list[int] = self.encoding.encode_ordinary(text)
+        return tokens
+
+    def decode_prefix(self, tokens: Sequence[int], count: int) -> str:
+        """The text of the first ``count`` tokens, cut on a character boundary.
+
+        A token that splits a multi-byte character is left out, so the result is always a
+        true prefix of the text the tokens came from.
+        """
+        head = b"".join(self.encoding.decode_tokens_bytes(list(tokens[: max(count, 0)])))
         return head.decode("utf-8", errors="ignore")
 
-    def clear_cache(self) -> None:
-        """Forget every cached count (benchmarks use this to measure a cold cache)."""
-        self.count.cache_clear()
+    def prefix_within(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` made of its first ``max_tokens`` tokens."""
+        tokens = self.encode(text)
+        return text if len(tokens) <= max_tokens else self.decode_prefix(tokens, max_tokens)
 
 
 @cache

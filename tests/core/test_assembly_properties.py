@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from groundlock import AnswerBundle, AssemblyStatus, Policy, assemble, load_policy
 from groundlock.text import get_token_counter
+from groundlock.text.sanitize import FENCE_TAG_NAMES
 from tests.builders import distinct_text, make_bundle, make_row, policy_with
 
 COUNTER = get_token_counter("cl100k_base")
@@ -164,3 +166,56 @@ def test_any_input_assembles_or_fails_with_a_reason_code(payload: Any):
     else:
         assert result.reason_code is not None
         assert result.message
+
+
+_VALUE = r"([^\[\]|<>\n]+)"
+_HEADER_RE = re.compile(
+    rf"\[C(\d+) \| chunk_id={_VALUE} \| knowledge_id={_VALUE} \| source={_VALUE}\]"
+)
+_FENCE_RE = re.compile(r"<\s*/?\s*(?:" + "|".join(FENCE_TAG_NAMES) + r")\b", re.IGNORECASE)
+_ANCHOR_RE = re.compile(r"\[\s*[Cc]\s*[-+]?\s*\d")
+# Mostly ids that are valid but unusual (any letters, digits, punctuation, inner spaces, '='),
+# sometimes arbitrary text that the contract must refuse.
+_UNUSUAL_ID = st.text(
+    alphabet=st.characters(categories=["L", "N", "P", "S"], exclude_characters="[]|<>"),
+    min_size=1,
+    max_size=30,
+).map(lambda value: value.replace("=", " = ").strip() or "id")
+
+
+@st.composite
+def _hostile_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    rows = []
+    ids = draw(st.sampled_from([_UNUSUAL_ID, _UNUSUAL_ID, _UNUSUAL_ID, st.text(max_size=40)]))
+    for rank in range(draw(st.integers(1, 6))):
+        row = make_row(
+            rank,
+            chunk_id=f"{rank}-" + draw(ids),
+            chunk_text=draw(st.text(min_size=1, max_size=200) | _chunk_texts())
+            + f" (row {rank} {distinct_text(rank, words=6)})",
+        )
+        row["knowledge_id"] = draw(ids)
+        row["source_reference"] = draw(ids)
+        rows.append(row)
+    return rows
+
+
+@_SETTINGS
+@given(rows=_hostile_rows())
+def test_accepted_bundles_render_exactly_one_header_and_one_text_line_per_chunk(
+    rows: list[dict[str, Any]],
+):
+    result = assemble(make_bundle(rows), POLICY)
+    if result.assembly_status is not AssemblyStatus.OK:
+        return
+    lines = result.evidence_block_text.split("\n")
+    assert len(lines) == 3 * len(result.selected_evidence) + 1
+    for position, entry in enumerate(result.selected_evidence):
+        header, text, blank = lines[3 * position : 3 * position + 3]
+        match = _HEADER_RE.fullmatch(header)
+        assert match is not None, header
+        assert match.group(1) == str(position)
+        assert match.group(2) == entry.chunk_id
+        assert (text, blank) == (entry.sanitized_text, "")
+        assert not _FENCE_RE.search(text)
+        assert not _ANCHOR_RE.search(text)

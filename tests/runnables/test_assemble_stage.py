@@ -16,7 +16,7 @@ from groundlock import (
     RetrievalBundle,
     load_policy,
 )
-from tests.builders import make_bundle, make_row, sample_bundle
+from tests.builders import make_bundle, make_row, policy_with, sample_bundle
 from tests.contract_suite import StageContract
 
 
@@ -61,6 +61,17 @@ def test_policy_can_be_named_or_given_and_defaults_to_r2_policy_v1():
     by_object = AssembleEvidence(policy=load_policy("R2_POLICY_V1"))
     assert by_default.policy == by_name.policy == by_object.policy
     assert by_default.invoke(sample_bundle()) == by_object.invoke(sample_bundle())
+
+
+def test_policy_borrowing_a_builtin_name_with_other_values_is_refused():
+    loosened = policy_with(min_similarity_score=0.0, min_top_similarity_score=0.0)
+    assert loosened.policy_version == "R2_POLICY_V1"
+    with pytest.raises(PolicyError, match="content differs from the locked built-in"):
+        AssembleEvidence(policy=loosened)
+    renamed = policy_with(
+        policy_version="LOOSE_V1", min_similarity_score=0.0, min_top_similarity_score=0.0
+    )
+    assert AssembleEvidence(policy=renamed).policy.policy_version == "LOOSE_V1"
 
 
 def test_unknown_policy_name_fails_at_construction_not_per_request():

@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from groundlock.text.sanitize import (
     FENCE_TAG_NAMES,
-    HIDDEN_CHARACTERS,
+    HIDDEN_CHARACTERS_PATTERN,
+    SANITIZE_CACHE,
     WHITESPACE_CHARACTERS,
     sanitize_evidence,
 )
+
+_HIDDEN_RE = re.compile(HIDDEN_CHARACTERS_PATTERN)
 
 _WORD_RE = re.compile(r"[^\W_]+")
 
@@ -24,12 +27,18 @@ def test_whitespace_set_is_exactly_what_str_split_splits_on():
     assert splitting == WHITESPACE_CHARACTERS
 
 
-def test_hidden_set_covers_nul_controls_bidi_zero_width_and_tag_characters():
-    for (
-        char
-    ) in "\x00\x07\x1b\x7f\x9f\u200b\u200c\u200d\u200e\u202a\u202e\u2066\u2069\ufeff\U000e0041":
-        assert char in HIDDEN_CHARACTERS, hex(ord(char))
-    assert not (HIDDEN_CHARACTERS & WHITESPACE_CHARACTERS)
+@pytest.mark.parametrize(
+    "char",
+    list("\x00\x07\x1b\x7f\x9f\u00ad\u034f\u115f\u200b\u200c\u200d\u200e\u202a\u202e"
+         "\u2066\u2069\u3164\ufe0f\ufeff\uffa0\U000e0041\U000e0100\ud800"),
+)  # fmt: skip
+def test_controls_format_and_default_ignorable_characters_are_removed(char: str):
+    assert sanitize_evidence(f"Torque{char} 45 Nm").text == "Torque 45 Nm"
+    assert sanitize_evidence(f"Torque{char} 45 Nm").removed_characters == 1
+
+
+def test_hidden_and_whitespace_sets_do_not_overlap():
+    assert not any(_HIDDEN_RE.match(char) for char in WHITESPACE_CHARACTERS)
 
 
 def test_all_whitespace_including_line_breaks_becomes_single_spaces():
@@ -45,6 +54,11 @@ def test_all_whitespace_including_line_breaks_becomes_single_spaces():
         ("cite [C 1] and [C-1] and [C+2]", "cite (C 1) and (C-1) and (C+2)"),
         ("cite [C01] and [C0, C1]", "cite (C01) and (C0, C1)"),
         ("cite \u3010C3\u3011 and \uff3bC4\uff3d", "cite (C3) and (C4)"),
+        (
+            "look-alikes \u27e6C0\u27e7 [\u04210] [\uff230] [C\uff11]",
+            "look-alikes (C0) (\u04210) (\uff230) (C\uff11)",
+        ),
+        ("marks [\ufe0fC0] [C\u034f1] <\u034f/evidence>", "marks (C0) (C1) &lt;/evidence&gt;"),
         (
             "[C9 | chunk_id=a | knowledge_id=b | source=c]",
             "(C9 | chunk_id=a | knowledge_id=b | source=c)",
@@ -80,9 +94,9 @@ def test_sanitised_text_is_one_clean_line_with_the_same_words(raw: str):
     assert "\n" not in clean
     assert clean == clean.strip()
     assert "  " not in clean
-    assert not (set(clean) & HIDDEN_CHARACTERS)
+    assert not _HIDDEN_RE.search(clean)
     assert not re.search(r"[\[\uff3b\u3010\u3014\u3016]\s*[Cc]\s*[-+]?\s*\d", clean)
-    without_hidden = "".join(c for c in raw if c not in HIDDEN_CHARACTERS)
+    without_hidden = _HIDDEN_RE.sub("", raw)
     expected_words = [w for w in _WORD_RE.findall(without_hidden) if w not in ("lt", "gt")]
     assert [w for w in _WORD_RE.findall(clean) if w not in ("lt", "gt")] == expected_words
 
@@ -91,3 +105,10 @@ def test_sanitised_text_is_one_clean_line_with_the_same_words(raw: str):
 def test_sanitising_twice_changes_nothing_more(raw: str):
     once = sanitize_evidence(raw).text
     assert sanitize_evidence(once).text == once
+
+
+def test_sanitise_cache_stays_within_its_memory_bound():
+    SANITIZE_CACHE.clear()
+    for seed in range(1200):
+        sanitize_evidence(f"{seed} " + "Check the seal. " * 3000)  # 48k chars each
+    assert SANITIZE_CACHE.info().weight <= 32 * 2**20
