@@ -1,0 +1,85 @@
+"""Sentence segmentation shared by the validator (R5) and the offline extractive model.
+
+Both must agree on what a sentence is: the extractive model quotes evidence one sentence at
+a time and cites each, and the validator requires a citation in every sentence. The rules:
+
+* A sentence ends at ``.``, ``?`` or ``!`` followed by whitespace or the end of the text, and
+  at every line break (list items and headings are their own sentences).
+* These do not end a sentence: a decimal (``3.5 bar``), a version (``v1.2``), an ellipsis
+  (``...`` or ``…``), or an abbreviation in the context that makes it one (``No. 4``,
+  ``Sec. 2``, ``e.g. the``, ``approx. 45``, ``U.S. rules``, ``Dr. Lee``).
+* A leading list marker (``-``, ``*``, ``•``, ``1.``, ``2)``) is not part of the sentence.
+* Anchors written right after a sentence's end mark (``... monthly. [C0][C1]``) belong to
+  that sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["split_sentences"]
+
+# Abbreviations only suppress a boundary in the context where they are unambiguous. The
+# validator fails closed, so when in doubt a text is split: a wrong split can only demand an
+# extra citation, a wrong merge could let an uncited sentence ride on a cited one.
+_BEFORE_NUMBER = frozenset(
+    "no nos sec secs fig figs art arts ch chap para paras p pp vol vols rev ref refs item "
+    "tab eq pt".split()
+)
+"""``No. 4``, ``Sec. 2``, ``p. 14``: not a boundary when a number follows."""
+_BEFORE_LOWERCASE = frozenset("e.g i.e approx appx vs cf ca incl etc al u.s u.k".split())
+"""``e.g. the``, ``approx. 45``, ``U.S. rules``: not a boundary before a lowercase word or a
+number; before a capitalised word it is treated as a sentence end."""
+_TITLES = frozenset("mr mrs ms dr prof".split())
+"""``Dr. Smith``: never a boundary."""
+_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
+_END_RE = re.compile(r"(?:[.?!]+|…)(?=\s|$)")
+_TRAILING_ANCHORS_RE = re.compile(r"(?:\s*\[C\d+\])+")
+_WORD_BEFORE_RE = re.compile(r"(\S+)$")
+
+
+def split_sentences(text: str) -> list[str]:
+    r"""Split ``text`` into sentences, each stripped, none empty.
+
+    >>> split_sentences("Drain at 3.5 bar, e.g. weekly. See No. 4. [C0]\n- Check v1.2 seals")
+    ['Drain at 3.5 bar, e.g. weekly.', 'See No. 4. [C0]', 'Check v1.2 seals']
+    """
+    sentences: list[str] = []
+    for raw_line in text.splitlines():
+        line = _LIST_MARKER_RE.sub("", raw_line, count=1).strip()
+        start = 0
+        for end in _END_RE.finditer(line):
+            if not _is_boundary(line, end):
+                continue
+            stop = end.end()
+            anchors = _TRAILING_ANCHORS_RE.match(line, stop)
+            if anchors:
+                stop = anchors.end()
+            sentence = line[start:stop].strip()
+            if sentence:
+                sentences.append(sentence)
+            start = stop
+        rest = line[start:].strip()
+        if rest:
+            sentences.append(rest)
+    return sentences
+
+
+def _is_boundary(line: str, end: re.Match[str]) -> bool:  # noqa: PLR0911  (one rule per return)
+    mark = end.group()
+    if mark == "…" or mark.startswith(".."):
+        return False  # an ellipsis trails off; it does not close the sentence
+    if mark != ".":
+        return True
+    word = _WORD_BEFORE_RE.search(line, 0, end.start())
+    if word is None:
+        return True
+    token = word.group(1).lstrip("([{\"'").lower()
+    following = line[end.end() :].lstrip()[:1]
+    if token in _TITLES:
+        return False
+    if token in _BEFORE_NUMBER:
+        return not following.isdigit()
+    if token in _BEFORE_LOWERCASE or re.fullmatch(r"(?:[a-z]\.)+[a-z]", token):
+        return not (following.islower() or following.isdigit())
+    return True

@@ -1,0 +1,62 @@
+"""Sentence segmentation shared by the validator and the extractive model (DESIGN.md R5.5)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from groundlock.text.sentences import split_sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("Check it. Replace it? Yes! Done", ["Check it.", "Replace it?", "Yes!", "Done"]),
+        ("First line\nSecond line", ["First line", "Second line"]),
+        ("Keep 3.5 bar. Then stop.", ["Keep 3.5 bar.", "Then stop."]),
+        ("Use seal kit v1.2 only. Done.", ["Use seal kit v1.2 only.", "Done."]),
+        ("Wait... then drain. Done…", ["Wait... then drain.", "Done…"]),
+        ("Use a tool, e.g. a torque wrench. Done.", ["Use a tool, e.g. a torque wrench.", "Done."]),
+        ("That is, i.e. the pump. Done.", ["That is, i.e. the pump.", "Done."]),
+        ("See No. 4 for details. Done.", ["See No. 4 for details.", "Done."]),
+        ("Apply Sec. 2 rules. Done.", ["Apply Sec. 2 rules.", "Done."]),
+        ("Torque approx. 45 Nm. Done.", ["Torque approx. 45 Nm.", "Done."]),
+        ("Meets U.S. rules. Done.", ["Meets U.S. rules.", "Done."]),
+        ("Ask Dr. Lee. Done.", ["Ask Dr. Lee.", "Done."]),
+        ("Drain monthly. [C0] Refill. [C1][C2]", ["Drain monthly. [C0]", "Refill. [C1][C2]"]),
+        ("- item one\n* item two\n1. item three\n2) item four",
+         ["item one", "item two", "item three", "item four"]),
+        ("Heading\n\n\nBody text.", ["Heading", "Body text."]),
+    ],
+    ids=["marks", "line breaks", "decimal", "version", "ellipsis", "e.g.", "i.e.", "No. 4",
+         "Sec. 2", "approx.", "U.S.", "Dr.", "trailing anchors", "list markers", "blank lines"],
+)  # fmt: skip
+def test_segmentation_rules(text: str, sentences: list[str]):
+    assert split_sentences(text) == sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("It is cracked? No. Replace it.", ["It is cracked?", "No.", "Replace it."]),
+        ("Built in the U.S. The Navy uses it.", ["Built in the U.S.", "The Navy uses it."]),
+        ("Plan B. Then stop.", ["Plan B.", "Then stop."]),
+    ],
+)
+def test_an_abbreviation_out_of_its_context_still_ends_the_sentence(text, sentences):
+    # Splitting is the safe side: a wrong merge could let an uncited sentence hide in a cited one.
+    assert split_sentences(text) == sentences
+
+
+def _is_subsequence(small: str, large: str) -> bool:
+    remaining = iter(large)
+    return all(ch in remaining for ch in small)
+
+
+@given(st.text(max_size=200))
+def test_sentences_add_nothing_keep_order_and_hold_no_line_breaks(text: str):
+    sentences = split_sentences(text)
+    assert all(s and s == s.strip() and "\n" not in s for s in sentences)
+    kept = "".join(ch for ch in "".join(sentences) if not ch.isspace())
+    assert _is_subsequence(kept, "".join(ch for ch in text if not ch.isspace()))
