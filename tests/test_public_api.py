@@ -10,10 +10,13 @@ from groundlock.contracts import reasons
 
 EXPECTED = {
     "AnswerBundle", "AssembleEvidence", "AssemblyMetrics", "AssemblyStatus", "AssemblyTrace",
-    "DropReason", "DroppedRow", "FiltersApplied", "GroundlockError", "Policy", "PolicyError",
-    "ReasonCode", "RetrievalBundle", "RetrievalRow", "RetrievalStatus", "SelectedEvidence",
-    "TokenizerUnavailableError", "__version__", "assemble", "available_policies", "load_policy",
-    "lock_policy",
+    "AttemptRecord", "BuildPrompt", "BuildStatus", "DropReason", "DroppedRow", "ExecuteModel",
+    "ExtractiveChatModel", "FiltersApplied", "FinishReason", "GenerationStatus",
+    "GroundlockError", "LLMExecutionResult", "ModelPinningError", "PinnedModel", "Policy",
+    "PolicyError", "PromptBuildResult", "PromptMessage", "PromptTemplateError",
+    "PromptTokenAccount", "ReasonCode", "RetrievalBundle", "RetrievalRow", "RetrievalStatus",
+    "SelectedEvidence", "TokenizerUnavailableError", "__version__", "assemble",
+    "available_policies", "build_prompt", "load_policy", "load_template", "lock_policy",
 }  # fmt: skip
 
 
@@ -29,7 +32,9 @@ def test_every_public_name_resolves_and_explains_itself():
 
 
 def test_package_layout_shows_the_design_card():
-    for package in ("contracts", "policies", "prompts", "runnables", "chains", "text", "core"):
+    for package in (
+        "contracts", "policies", "prompts", "runnables", "chains", "providers", "text", "core",
+    ):  # fmt: skip
         assert import_module(f"groundlock.{package}").__doc__
 
 

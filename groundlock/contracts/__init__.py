@@ -12,7 +12,15 @@ from groundlock.contracts.assembly import (
     DroppedRow,
     SelectedEvidence,
 )
-from groundlock.contracts.enums import AssemblyStatus, RetrievalStatus
+from groundlock.contracts.enums import (
+    AssemblyStatus,
+    BuildStatus,
+    FinishReason,
+    GenerationStatus,
+    RetrievalStatus,
+)
+from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
+from groundlock.contracts.prompt import PromptBuildResult, PromptMessage, PromptTokenAccount
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
 
@@ -22,9 +30,18 @@ __all__ = [
     "AssemblyStatus",
     "AssemblyThresholds",
     "AssemblyTrace",
+    "AttemptRecord",
+    "BuildStatus",
     "DropReason",
     "DroppedRow",
     "FiltersApplied",
+    "FinishReason",
+    "GenerationStatus",
+    "LLMExecutionResult",
+    "PinnedModel",
+    "PromptBuildResult",
+    "PromptMessage",
+    "PromptTokenAccount",
     "ReasonCode",
     "RetrievalBundle",
     "RetrievalRow",

@@ -13,22 +13,18 @@ import re
 from datetime import date
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, StrictStr
+from pydantic import AfterValidator, BeforeValidator, Strict, StrictStr
 from pydantic_core import PydanticCustomError
 
 from groundlock.text.sanitize import HIDDEN_CHARACTERS_PATTERN, WHITESPACE_CHARACTERS
 
 __all__ = [
-    "CONTRACT_CONFIG",
     "Identifier",
     "IsoDate",
     "NonNegativeFinite",
     "Similarity",
     "SourceReference",
 ]
-
-CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-"""Every stage boundary is immutable and closed to unknown fields."""
 
 # Characters that would let a metadata value break out of an evidence header
 # "[C0 | chunk_id=... | knowledge_id=... | source=...]", spread over several lines, or hide.

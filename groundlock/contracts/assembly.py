@@ -9,11 +9,11 @@ that tried to build anything else would fail loudly instead of passing a half-bu
 from __future__ import annotations
 
 from datetime import date
-from typing import Self
 
-from pydantic import BaseModel, NonNegativeInt, field_validator, model_validator
+from pydantic import NonNegativeInt, field_validator
 
-from groundlock.contracts._fields import CONTRACT_CONFIG, Identifier, SourceReference
+from groundlock.contracts._base import Contract
+from groundlock.contracts._fields import Identifier, SourceReference
 from groundlock.contracts.enums import AssemblyStatus
 from groundlock.contracts.evidence import (
     ENTRY_SEPARATOR,
@@ -35,10 +35,8 @@ __all__ = [
 ]
 
 
-class SelectedEvidence(BaseModel):
+class SelectedEvidence(Contract):
     """One admitted chunk with its anchor; the unit of citation."""
-
-    model_config = CONTRACT_CONFIG
 
     anchor: str
     """``C<n>``: the position of this entry in the evidence block."""
@@ -84,20 +82,16 @@ class SelectedEvidence(BaseModel):
         return f"{self.header}{HEADER_TEXT_SEPARATOR}{self.sanitized_text}{ENTRY_SEPARATOR}"
 
 
-class DroppedRow(BaseModel):
+class DroppedRow(Contract):
     """A row left out of the evidence, and the first rule that excluded it."""
-
-    model_config = CONTRACT_CONFIG
 
     chunk_id: str
     rank: NonNegativeInt
     reason: DropReason
 
 
-class AssemblyThresholds(BaseModel):
+class AssemblyThresholds(Contract):
     """The policy values that decided this selection, copied for readers of the audit row."""
-
-    model_config = CONTRACT_CONFIG
 
     min_top_similarity_score: float
     min_similarity_score: float
@@ -108,13 +102,11 @@ class AssemblyThresholds(BaseModel):
     max_chunk_tokens: int
 
 
-class AssemblyTrace(BaseModel):
+class AssemblyTrace(Contract):
     """Everything needed to reproduce or audit this assembly.
 
     Retrieval fields are None only when the request was too malformed to read them.
     """
-
-    model_config = CONTRACT_CONFIG
 
     run_id: str | None
     index_version: str | None
@@ -130,10 +122,8 @@ class AssemblyTrace(BaseModel):
     thresholds: AssemblyThresholds
 
 
-class AssemblyMetrics(BaseModel):
+class AssemblyMetrics(Contract):
     """Counts that explain the selection: every retrieved row is either selected or dropped."""
-
-    model_config = CONTRACT_CONFIG
 
     retrieved_k: NonNegativeInt
     selected_k: NonNegativeInt
@@ -164,21 +154,17 @@ class AssemblyMetrics(BaseModel):
         """``001``'s name for ``drop_counts[DROP_PER_KNOWLEDGE_CAP]``."""
         return self.drop_counts[DropReason.DROP_PER_KNOWLEDGE_CAP]
 
-    @model_validator(mode="after")
-    def _every_row_is_accounted_for(self) -> Self:
+    def _check(self) -> None:
         if set(self.drop_counts) != set(DropReason):
             raise ValueError("drop_counts must hold every DropReason")
         if sum(self.drop_counts.values()) != len(self.dropped_rows):
             raise ValueError("drop_counts must count dropped_rows")
         if self.selected_k + len(self.dropped_rows) != self.retrieved_k:
             raise ValueError("every retrieved row must be selected or dropped")
-        return self
 
 
-class AnswerBundle(BaseModel):
+class AnswerBundle(Contract):
     """R2's output: admitted evidence with anchors, or the reason there is none."""
-
-    model_config = CONTRACT_CONFIG
 
     request_id: str | None
     """Null only when the input was too malformed to carry a usable request_id."""
@@ -202,12 +188,16 @@ class AnswerBundle(BaseModel):
         return {item.anchor: item.chunk_id for item in self.selected_evidence}
 
     @property
+    def evidence_token_count(self) -> int:
+        """Tokens of ``evidence_block_text`` (0 when there is no evidence)."""
+        return self.metrics.evidence_token_count if self.metrics is not None else 0
+
+    @property
     def allowed_anchors(self) -> tuple[str, ...]:
         """The anchors an answer may cite, in order."""
         return tuple(item.anchor for item in self.selected_evidence)
 
-    @model_validator(mode="after")
-    def _status_invariants(self) -> Self:
+    def _check(self) -> None:
         if self.assembly_status is not AssemblyStatus.OK:
             if self.reason_code is None:
                 raise ValueError("a non-OK AnswerBundle needs a reason_code")
@@ -215,7 +205,7 @@ class AnswerBundle(BaseModel):
                 raise ValueError("a non-OK AnswerBundle must not carry evidence")
             if self.metrics is not None:
                 _check_metrics_match(self.metrics, ())
-            return self
+            return
         if self.reason_code is not None:
             raise ValueError("an OK AnswerBundle has no reason_code")
         if not self.selected_evidence or self.metrics is None:
@@ -232,7 +222,6 @@ class AnswerBundle(BaseModel):
         if self.evidence_block_text != "".join(e.entry_text for e in self.selected_evidence):
             raise ValueError("evidence_block_text must be exactly the rendered entries")
         _check_metrics_match(self.metrics, self.selected_evidence)
-        return self
 
 
 def _check_metrics_match(metrics: AssemblyMetrics, selected: tuple[SelectedEvidence, ...]) -> None:

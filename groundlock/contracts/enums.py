@@ -23,3 +23,38 @@ class AssemblyStatus(StrEnum):
     OK = "OK"
     NO_EVIDENCE = "NO_EVIDENCE"
     FAILED = "FAILED"
+
+
+class BuildStatus(StrEnum):
+    """Outcome of R3: prompt bytes ready, a refusal without a prompt, or a failure."""
+
+    OK = "OK"
+    NO_EVIDENCE = "NO_EVIDENCE"
+    FAILED = "FAILED"
+
+
+class GenerationStatus(StrEnum):
+    """Outcome of R4 (and, after validation, of the answer as a whole)."""
+
+    OK = "OK"
+    NO_EVIDENCE = "NO_EVIDENCE"
+    FAILED = "FAILED"
+
+
+class FinishReason(StrEnum):
+    """Why the model stopped, the same for Chat Completions and the Responses API.
+
+    Chat Completions reports ``finish_reason``; the Responses API reports ``status`` with
+    ``incomplete_details.reason``. Both are mapped here so that R5 reads one value.
+    """
+
+    STOP = "STOP"
+    """Completed normally (``stop`` / ``completed``)."""
+    LENGTH = "LENGTH"
+    """Cut by the output token cap (``length`` / ``incomplete: max_output_tokens``)."""
+    CONTENT_FILTER = "CONTENT_FILTER"
+    """Withheld by the provider's filter (``content_filter`` / ``incomplete: content_filter``)."""
+    OTHER = "OTHER"
+    """Anything else the provider reported (tool calls, unknown values)."""
+    UNKNOWN = "UNKNOWN"
+    """The provider reported nothing."""

@@ -45,6 +45,36 @@ class ReasonCode(StrEnum):
     ALL_EVIDENCE_DROPPED = "ALL_EVIDENCE_DROPPED"
     """Every row was dropped by filters, floors, caps, dedup or budget (see drop counts)."""
 
+    # R3 prompt building -> FAILED, model never called.
+    PROMPT_BUDGET_EXCEEDED = "PROMPT_BUDGET_EXCEEDED"
+    """The question exceeds max_question_tokens, or no evidence fits max_total_prompt_tokens."""
+
+    # R4 model execution.
+    PROMPT_INTEGRITY = "PROMPT_INTEGRITY"
+    """The bytes about to be sent no longer hash to prompt_sha256; nothing was sent."""
+    MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
+    """Every allowed attempt failed with a transient error (timeout, connection, 408, 429, 5xx)."""
+    MODEL_DEADLINE_EXCEEDED = "MODEL_DEADLINE_EXCEEDED"
+    """The request deadline ran out before an attempt succeeded."""
+    MODEL_RATE_LIMITED = "MODEL_RATE_LIMITED"
+    """The provider asked to wait longer than retry_after_cap_seconds; not waited for."""
+    PROVIDER_QUOTA_EXHAUSTED = "PROVIDER_QUOTA_EXHAUSTED"
+    """429 insufficient_quota: the account is out of credit; retrying cannot help."""
+    PROVIDER_AUTH_FAILED = "PROVIDER_AUTH_FAILED"
+    """401 or 403: the credentials are missing, wrong, or lack permission."""
+    MODEL_NOT_FOUND = "MODEL_NOT_FOUND"
+    """404: the pinned model does not exist for this account or endpoint."""
+    CONTEXT_LENGTH_EXCEEDED = "CONTEXT_LENGTH_EXCEEDED"
+    """The provider says the prompt exceeds the model's context window."""
+    PROVIDER_REJECTED_REQUEST = "PROVIDER_REJECTED_REQUEST"
+    """Any other 4xx: the provider refused the request as sent."""
+    OUTPUT_CONTENT_FILTERED = "OUTPUT_CONTENT_FILTERED"
+    """The provider withheld the output with its content filter."""
+    MODEL_DRIFT = "MODEL_DRIFT"
+    """The response names a different model than the one pinned."""
+    MODEL_ERROR = "MODEL_ERROR"
+    """The model call failed in a way no other code describes; not retried."""
+
     # Any stage.
     INTERNAL_ERROR = "INTERNAL_ERROR"
     """A bug inside a stage; it was logged with its traceback and the request failed closed."""
@@ -78,3 +108,5 @@ class DropReason(StrEnum):
     """Adding the row would exceed ``max_evidence_tokens``; lower ranks are pruned first."""
     DROP_MAX_CHUNKS = "DROP_MAX_CHUNKS"
     """``max_chunks`` rows were already selected."""
+    DROP_PROMPT_BUDGET = "DROP_PROMPT_BUDGET"
+    """R3 dropped the lowest-ranked chunk so the whole prompt fits max_total_prompt_tokens."""

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Self
+from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from groundlock.contracts._base import Contract
 from groundlock.contracts._fields import (
-    CONTRACT_CONFIG,
     Identifier,
     IsoDate,
     NonNegativeFinite,
@@ -36,10 +36,8 @@ __all__ = ["FiltersApplied", "RetrievalBundle", "RetrievalRow"]
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
-class RetrievalRow(BaseModel):
+class RetrievalRow(Contract):
     """One ranked evidence candidate as the retriever returned it."""
-
-    model_config = CONTRACT_CONFIG
 
     chunk_id: Identifier
     """Stable id of the chunk; anchors map to it one to one."""
@@ -84,8 +82,7 @@ class RetrievalRow(BaseModel):
             raise PydanticCustomError("text_integrity", "chunk_text must be a non-empty string")
         return value
 
-    @model_validator(mode="after")
-    def _matches_a_spec_shape(self) -> Self:
+    def _check(self) -> None:
         if self.knowledge_id is None and (
             self.faiss_id is None or self.knowledge_type_effective is None
         ):
@@ -94,7 +91,6 @@ class RetrievalRow(BaseModel):
                 "a row needs knowledge_id (spec 001 shape) or both faiss_id and "
                 "knowledge_type_effective (spec 000 shape)",
             )
-        return self
 
     @property
     def knowledge_key(self) -> str:
@@ -102,14 +98,12 @@ class RetrievalRow(BaseModel):
         return self.knowledge_id if self.knowledge_id is not None else self.chunk_id
 
 
-class FiltersApplied(BaseModel):
+class FiltersApplied(Contract):
     """Filters the retriever applied; R2 re-checks every row against them.
 
     A filter that groundlock does not know cannot be enforced, so unknown keys are rejected
     rather than ignored.
     """
-
-    model_config = CONTRACT_CONFIG
 
     equipment_id: Identifier | None = None
     """Only rows about this equipment may pass; rows with a null equipment_id are dropped."""
@@ -125,11 +119,9 @@ class FiltersApplied(BaseModel):
     def _one_type_is_a_list(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
 
-    @model_validator(mode="after")
-    def _range_is_ordered(self) -> Self:
+    def _check(self) -> None:
         if self.date_from and self.date_to and self.date_from > self.date_to:
             raise PydanticCustomError("value_error", "date_from must not be after date_to")
-        return self
 
     def admits_date(self, event_date: date | None) -> bool:
         """Whether a row's event date passes the date range (True when no range is set)."""
@@ -142,10 +134,8 @@ class FiltersApplied(BaseModel):
         )
 
 
-class RetrievalBundle(BaseModel):
+class RetrievalBundle(Contract):
     """What retrieval hands to R2: a question, run metadata and the ranked rows."""
-
-    model_config = CONTRACT_CONFIG
 
     request_id: Identifier
     """Caller's id for this request; every trace and audit row carries it."""
@@ -188,8 +178,7 @@ class RetrievalBundle(BaseModel):
             raise PydanticCustomError("list_type", "must be a JSON array of rows")
         return value
 
-    @model_validator(mode="after")
-    def _rows_are_consistent(self) -> Self:
+    def _check(self) -> None:
         _check_ranks(self.results)
         _check_unique_chunk_ids(self.results)
         rows = len(self.results)
@@ -208,7 +197,6 @@ class RetrievalBundle(BaseModel):
                 "results holds {rows} rows, more than top_k={top_k}",
                 {"rows": rows, "top_k": self.top_k},
             )
-        return self
 
 
 def _check_ranks(rows: tuple[RetrievalRow, ...]) -> None:

@@ -4,5 +4,6 @@ The runnables in :mod:`groundlock.runnables` are thin LCEL shells around these f
 """
 
 from groundlock.core.assembly import assemble
+from groundlock.core.prompt import build_prompt
 
-__all__ = ["assemble"]
+__all__ = ["assemble", "build_prompt"]

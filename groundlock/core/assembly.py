@@ -49,7 +49,7 @@ from groundlock.text.overlap import covered_fraction, shingles
 from groundlock.text.sanitize import sanitize_evidence
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
-__all__ = ["assemble", "failed_bundle"]
+__all__ = ["assemble", "failed_bundle", "without_lowest_ranked"]
 
 
 def assemble(payload: object, policy: Policy, counter: TokenCounter | None = None) -> AnswerBundle:
@@ -90,6 +90,39 @@ def failed_bundle(
     request_id, run_id = salvage_identity(payload)
     return _refused(
         AssemblyStatus.FAILED, reason, message, policy, request_id=request_id, run_id=run_id
+    )
+
+
+def without_lowest_ranked(bundle: AnswerBundle, reason: DropReason) -> AnswerBundle:
+    """``bundle`` minus its lowest-ranked (last) entry, counted as dropped for ``reason``.
+
+    The remaining entries keep their anchors (C0..Cn-2) and the block stays a byte prefix
+    of the old one, so nothing already rendered changes meaning. Used by R3's PB4 loop.
+    """
+    if bundle.metrics is None or len(bundle.selected_evidence) < 2:
+        raise ValueError("only an OK bundle with at least two entries can lose one")
+    *kept, last = bundle.selected_evidence
+    metrics = bundle.metrics
+    dropped = (
+        *metrics.dropped_rows,
+        DroppedRow(chunk_id=last.chunk_id, rank=last.rank, reason=reason),
+    )
+    return AnswerBundle(
+        request_id=bundle.request_id,
+        assembly_status=bundle.assembly_status,
+        reason_code=None,
+        message=None,
+        user_question=bundle.user_question,
+        selected_evidence=tuple(kept),
+        evidence_block_text="".join(item.entry_text for item in kept),
+        trace=bundle.trace,
+        metrics=_metrics(
+            metrics.retrieved_k,
+            tuple(kept),
+            dropped,
+            metrics.hidden_characters_removed,
+            metrics.shapes_neutralized,
+        ),
     )
 
 

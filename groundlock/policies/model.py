@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-__all__ = ["InputLimits", "Policy"]
+__all__ = ["ExecutionLimits", "InputLimits", "Policy"]
 
 _Positive = Annotated[StrictInt, Field(ge=1)]
 _Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
@@ -33,6 +33,36 @@ class InputLimits(BaseModel):
     """Longest chunk_text accepted; longer means a broken upstream chunker, not evidence."""
     max_question_chars: _Positive
     """Longest user_question accepted."""
+
+
+_Seconds = Annotated[float, Field(gt=0.0, allow_inf_nan=False, strict=True)]
+
+
+class ExecutionLimits(BaseModel):
+    """How long and how often R4 may try the model; there is no other retry layer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: Annotated[StrictInt, Field(ge=1, le=10)]
+    """Total attempts per request, the first included; only transient failures retry."""
+    attempt_timeout_seconds: _Seconds
+    """HTTP timeout of one attempt, pinned on the provider client."""
+    request_deadline_seconds: _Seconds
+    """Wall-clock budget for all attempts and the waits between them."""
+    retry_after_cap_seconds: Annotated[float, Field(ge=0.0, allow_inf_nan=False, strict=True)]
+    """Longest Retry-After honoured; a provider asking for more fails the request at once."""
+    backoff_initial_seconds: _Seconds
+    """First wait when the provider gives no Retry-After (then exponential, with jitter)."""
+    backoff_max_seconds: _Seconds
+    """Longest such wait."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Self:
+        if self.attempt_timeout_seconds > self.request_deadline_seconds:
+            raise ValueError("attempt_timeout_seconds must fit in request_deadline_seconds")
+        if self.backoff_initial_seconds > self.backoff_max_seconds:
+            raise ValueError("backoff_initial_seconds must not exceed backoff_max_seconds")
+        return self
 
 
 class Policy(BaseModel):
@@ -78,6 +108,13 @@ class Policy(BaseModel):
     token_encoding: StrictStr
     """tiktoken encoding that budgets are counted in; must be loadable offline."""
     input_limits: InputLimits
+    refusal_text: Annotated[StrictStr, Field(min_length=1, pattern=r"^[^\n]+$")]
+    """The exact, single-line answer for insufficient evidence (``001`` P2.1 refusal lock)."""
+    prompt_template: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    """Version of the frozen prompt template (``groundlock/prompts/<version>.txt``)."""
+    max_question_tokens: _Positive
+    """Cap on the question's tokens in the prompt (``001`` PB3); longer questions fail."""
+    execution: ExecutionLimits
 
     @model_validator(mode="after")
     def _values_are_coherent(self) -> Self:
@@ -87,6 +124,8 @@ class Policy(BaseModel):
             raise ValueError(
                 "max_evidence_tokens + reserved_output_tokens must fit in max_total_prompt_tokens"
             )
+        if self.refusal_text != self.refusal_text.strip():
+            raise ValueError("refusal_text must not start or end with whitespace")
         if self.max_chunk_tokens < 1:
             raise ValueError("max_chunk_token_ratio * max_evidence_tokens must be at least 1")
         if len(set(self.allowed_knowledge_types)) != len(self.allowed_knowledge_types):

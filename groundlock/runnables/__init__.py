@@ -1,5 +1,7 @@
 """The pipeline stages as custom LCEL Runnables, one module per stage."""
 
 from groundlock.runnables.assemble import AssembleEvidence
+from groundlock.runnables.execute import ExecuteModel
+from groundlock.runnables.prompt import BuildPrompt
 
-__all__ = ["AssembleEvidence"]
+__all__ = ["AssembleEvidence", "BuildPrompt", "ExecuteModel"]

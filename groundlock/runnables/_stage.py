@@ -16,44 +16,77 @@ import logging
 import traceback
 from typing import Any, TypeVar
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.runnables.config import patch_config
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
 
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
+from groundlock.policies.model import Policy
+from groundlock.prompts.template import load_template
+from groundlock.text.tokens import get_token_counter
 
-__all__ = ["Stage"]
+__all__ = ["PolicyStage", "Stage", "coerce_input"]
 
 logger = logging.getLogger("groundlock")
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class Stage(RunnableSerializable[InputT, OutputT]):
     """Base class of the pipeline stages (not part of the public API)."""
 
-    def _run(self, stage_input: object) -> OutputT:
+    def _run(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        """The stage's work; ``config`` carries the child callbacks for nested runs."""
         raise NotImplementedError
+
+    async def _arun(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        """Async twin of ``_run``; only stages doing I/O override it."""
+        return self._run(stage_input, config)
 
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> OutputT:
         raise NotImplementedError
 
-    def _guarded_run(self, stage_input: object) -> OutputT:
-        try:
-            return self._run(stage_input)
-        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-            frames = "".join(traceback.format_tb(exc.__traceback__))
-            logger.error(  # noqa: TRY400  (the message may quote evidence; log frames only)
-                "stage %s failed closed with %s\n%s", self.get_name(), type(exc).__name__, frames
-            )
-            return self._fail_closed(
-                stage_input,
-                ReasonCode.INTERNAL_ERROR,
-                f"{self.get_name()}: internal error ({type(exc).__name__})",
-            )
+    def _failed_by_bug(self, stage_input: object, exc: Exception) -> OutputT:
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        logger.error(
+            "stage %s failed closed with %s\n%s", self.get_name(), type(exc).__name__, frames
+        )
+        return self._fail_closed(
+            stage_input,
+            ReasonCode.INTERNAL_ERROR,
+            f"{self.get_name()}: internal error ({type(exc).__name__})",
+        )
 
-    async def _aguarded_run(self, stage_input: object) -> OutputT:
-        return self._guarded_run(stage_input)
+    def _guarded_run(
+        self,
+        stage_input: object,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> OutputT:
+        try:
+            return self._run(stage_input, patch_config(config, callbacks=run_manager.get_child()))
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            return self._failed_by_bug(stage_input, exc)
+
+    async def _aguarded_run(
+        self,
+        stage_input: object,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> OutputT:
+        try:
+            child = patch_config(config, callbacks=run_manager.get_child())
+            return await self._arun(stage_input, child)
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            return self._failed_by_bug(stage_input, exc)
 
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
@@ -64,3 +97,40 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
         return await self._acall_with_config(self._aguarded_run, input, config, **kwargs)
+
+
+class PolicyStage(Stage[InputT, OutputT]):
+    """A stage configured by a policy (a ``Policy`` or a version name), checked at build time.
+
+    The policy's identity (a built-in name must carry the built-in content), its template
+    and its tokenizer are all verified when the stage is constructed, never per request.
+    """
+
+    policy: Policy = Field(default_factory=lambda: load_policy(DEFAULT_POLICY))
+    """Frozen policy; its version and sha256 travel in every trace."""
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _load_named_policy(cls, value: object) -> object:
+        policy = load_policy(value) if isinstance(value, str) else value
+        if isinstance(policy, Policy):
+            check_policy_identity(policy)
+            get_token_counter(policy.token_encoding)
+            load_template(policy.prompt_template)
+        return policy
+
+
+def coerce_input(model: type[ModelT], value: object) -> ModelT | str:
+    """``value`` as ``model`` (a dict from JSON is validated), or a message saying why not.
+
+    Stages after R2 normally receive the previous stage's model instance; a dict appears
+    only when a stage is invoked on its own, e.g. through a server.
+    """
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        location = ".".join(str(part) for part in first["loc"]) or "input"
+        return f"{location}: {first['msg']} (expected a {model.__name__})"

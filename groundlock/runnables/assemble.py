@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from langchain_core.runnables import RunnableConfig
 
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.core.assembly import assemble, failed_bundle
-from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
-from groundlock.policies.model import Policy
-from groundlock.runnables._stage import Stage
-from groundlock.text.tokens import get_token_counter
+from groundlock.runnables._stage import PolicyStage
 
 __all__ = ["AssembleEvidence"]
 
 
-class AssembleEvidence(Stage[RetrievalBundle, AnswerBundle]):
+class AssembleEvidence(PolicyStage[RetrievalBundle, AnswerBundle]):
     """R2: admit only the evidence the policy allows, in a frozen order, with anchors.
 
     Accepts a ``RetrievalBundle`` or a plain dict (parsed JSON). Never raises for bad input:
@@ -37,20 +34,8 @@ class AssembleEvidence(Stage[RetrievalBundle, AnswerBundle]):
     """
 
     name: str | None = "R2.AssembleEvidence"
-    policy: Policy = Field(default_factory=lambda: load_policy(DEFAULT_POLICY))
-    """Frozen selection policy (a ``Policy`` or a version name); its version and hash go
-    into every trace."""
 
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _load_named_policy(cls, value: object) -> object:
-        policy = load_policy(value) if isinstance(value, str) else value
-        if isinstance(policy, Policy):  # fail at build time, not per request
-            check_policy_identity(policy)
-            get_token_counter(policy.token_encoding)
-        return policy
-
-    def _run(self, stage_input: object) -> AnswerBundle:
+    def _run(self, stage_input: object, config: RunnableConfig) -> AnswerBundle:
         return assemble(stage_input, self.policy)
 
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> AnswerBundle:

@@ -13,14 +13,26 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from groundlock import AnswerBundle, Policy, RetrievalBundle
+from groundlock import (
+    AnswerBundle,
+    LLMExecutionResult,
+    Policy,
+    PromptBuildResult,
+    RetrievalBundle,
+)
 
 SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
 
 
 @pytest.mark.parametrize(
     ("model", "mode"),
-    [(RetrievalBundle, "validation"), (AnswerBundle, "serialization"), (Policy, "validation")],
+    [
+        (RetrievalBundle, "validation"),
+        (AnswerBundle, "serialization"),
+        (PromptBuildResult, "serialization"),
+        (LLMExecutionResult, "serialization"),
+        (Policy, "validation"),
+    ],
 )
 def test_json_schema_matches_snapshot(model: type[BaseModel], mode: str):
     path = SNAPSHOTS / f"{model.__name__}.{mode}.schema.json"

@@ -1,0 +1,114 @@
+"""The R3 output contract: the exact prompt bytes, their hash, and how tokens were spent.
+
+``prompt_bytes`` is derived from ``messages`` (canonical JSON of the ordered role/content
+list, UTF-8), so the bytes and the messages cannot disagree; ``prompt_sha256`` is checked
+against them whenever a result is built or read back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import NonNegativeInt
+
+from groundlock.contracts._base import Contract
+from groundlock.contracts.assembly import AnswerBundle
+from groundlock.contracts.enums import AssemblyStatus, BuildStatus
+from groundlock.contracts.reasons import ReasonCode
+
+__all__ = ["PromptBuildResult", "PromptMessage", "PromptTokenAccount", "canonical_prompt_bytes"]
+
+
+class PromptMessage(Contract):
+    """One chat message of the prompt."""
+
+    role: Literal["system", "user"]
+    content: str
+
+
+def canonical_prompt_bytes(messages: Iterable[tuple[str, str]]) -> bytes:
+    """The one serialisation of an ordered (role, content) list that prompts are hashed in.
+
+    >>> canonical_prompt_bytes([("system", "Be brief."), ("user", "Hi")])
+    b'[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]'
+    """
+    payload = [{"role": role, "content": content} for role, content in messages]
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class PromptTokenAccount(Contract):
+    """Tokens per section (``001`` PB3/PB4): the sum of the five sections and the reserve.
+
+    Section counts add up exactly to the tokenizer's count of the message contents (the
+    template is segmented at line starts); chat-format overhead per message is not included.
+    """
+
+    system_tokens: NonNegativeInt
+    safety_tokens: NonNegativeInt
+    evidence_tokens: NonNegativeInt
+    question_tokens: NonNegativeInt
+    output_rules_tokens: NonNegativeInt
+    reserved_output_tokens: NonNegativeInt
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Tokens of the prompt itself, without the output reserve."""
+        return (
+            self.system_tokens
+            + self.safety_tokens
+            + self.evidence_tokens
+            + self.question_tokens
+            + self.output_rules_tokens
+        )
+
+    @property
+    def total_prompt_tokens(self) -> int:
+        """``001`` PB4's total: prompt plus reserved output; must fit the policy's ceiling."""
+        return self.prompt_tokens + self.reserved_output_tokens
+
+
+class PromptBuildResult(Contract):
+    """R3's output, carrying the (possibly pruned) AnswerBundle on to later stages."""
+
+    request_id: str | None
+    build_status: BuildStatus
+    reason_code: ReasonCode | None
+    message: str | None
+    """Why the status is not OK, naming the field or budget at fault."""
+    messages: tuple[PromptMessage, ...]
+    """System then user message; empty unless OK."""
+    prompt_sha256: str | None
+    """sha256 of ``prompt_bytes``; None unless OK."""
+    template_version: str
+    template_sha256: str
+    refusal_text: str
+    """The exact refusal this prompt demands; R4 uses it for NO_EVIDENCE, R5 checks it."""
+    tokens: PromptTokenAccount | None
+    pruned_chunk_count: NonNegativeInt
+    """Chunks PB4 dropped (lowest rank first) to fit max_total_prompt_tokens."""
+    bundle: AnswerBundle
+    """The evidence the prompt actually holds: R5 validates anchors against it."""
+
+    @property
+    def prompt_bytes(self) -> bytes:
+        """The exact bytes the model runnable must send (empty unless OK)."""
+        if not self.messages:
+            return b""
+        return canonical_prompt_bytes((m.role, m.content) for m in self.messages)
+
+    def _check(self) -> None:
+        if self.build_status is not BuildStatus.OK:
+            if self.reason_code is None or self.messages or self.prompt_sha256 is not None:
+                raise ValueError("a non-OK prompt has a reason_code and no prompt")
+            return
+        if self.reason_code is not None or self.tokens is None:
+            raise ValueError("an OK prompt has token accounting and no reason_code")
+        if [m.role for m in self.messages] != ["system", "user"]:
+            raise ValueError("an OK prompt is one system message then one user message")
+        if self.bundle.assembly_status is not AssemblyStatus.OK:
+            raise ValueError("an OK prompt needs an OK AnswerBundle")
+        if hashlib.sha256(self.prompt_bytes).hexdigest() != self.prompt_sha256:
+            raise ValueError("prompt_sha256 must be the sha256 of prompt_bytes")

@@ -1,0 +1,213 @@
+"""R3 as a pure function: ``build_prompt(bundle, policy) -> PromptBuildResult``.
+
+The frozen template is rendered with three values: the policy's refusal text, the bundle's
+evidence block, and the question. The question is inserted as received except for the same
+safe normalisation evidence gets (hidden characters removed, whitespace collapsed, fence
+tags and anchors neutralised): its words never change, but a question cannot close its own
+section or open another one.
+
+Tokens are accounted per section (``001`` PB3) from segments whose counts add up exactly
+(see :mod:`groundlock.prompts.template`): static text is counted once and cached, and the
+evidence block's count comes from R2. PB4: while prompt plus reserved output exceeds
+``max_total_prompt_tokens``, the lowest-ranked chunk is dropped and the block rebuilt; if
+even one chunk does not fit, the prompt cannot be repaired and the request fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from groundlock.contracts.assembly import AnswerBundle
+from groundlock.contracts.enums import AssemblyStatus, BuildStatus
+from groundlock.contracts.prompt import (
+    PromptBuildResult,
+    PromptMessage,
+    PromptTokenAccount,
+    canonical_prompt_bytes,
+)
+from groundlock.contracts.reasons import DropReason, ReasonCode
+from groundlock.core.assembly import failed_bundle, without_lowest_ranked
+from groundlock.policies.model import Policy
+from groundlock.prompts.template import PromptTemplate, load_template
+from groundlock.text.sanitize import sanitize_evidence
+from groundlock.text.tokens import TokenCounter, get_token_counter
+
+__all__ = ["build_prompt", "failed_prompt"]
+
+_SECTION_FIELD = {
+    "system": "system_tokens",
+    "rules": "safety_tokens",
+    "evidence": "evidence_tokens",
+    "question": "question_tokens",
+    "output_rules": "output_rules_tokens",
+}
+
+
+def build_prompt(
+    bundle: AnswerBundle,
+    policy: Policy,
+    template: PromptTemplate | None = None,
+    counter: TokenCounter | None = None,
+) -> PromptBuildResult:
+    """Render the exact prompt for ``bundle``, or say why there is none.
+
+    >>> from groundlock import assemble, load_policy
+    >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.9, "knowledge_id": "K1",
+    ...        "chunk_text": "Replace the seal every 500 hours."}
+    >>> bundle = assemble({"request_id": "r1", "user_question": "Seal interval?",
+    ...                    "retrieval_status": "SUCCESS", "index_version": "i",
+    ...                    "embedding_model": "e", "top_k": 1, "results": [row]}, load_policy())
+    >>> result = build_prompt(bundle, load_policy())
+    >>> [m.role for m in result.messages], result.tokens.total_prompt_tokens <= 3500
+    (['system', 'user'], True)
+    """
+    template = template if template is not None else load_template(policy.prompt_template)
+    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    if bundle.assembly_status is not AssemblyStatus.OK:
+        status = (
+            BuildStatus.NO_EVIDENCE
+            if bundle.assembly_status is AssemblyStatus.NO_EVIDENCE
+            else BuildStatus.FAILED
+        )
+        reason = bundle.reason_code or ReasonCode.INTERNAL_ERROR
+        return _without_prompt(
+            bundle, policy, template, status=status, reason=reason, message=bundle.message
+        )
+
+    question = sanitize_evidence(bundle.user_question or "").text
+    if not question:
+        return _without_prompt(
+            bundle,
+            policy,
+            template,
+            status=BuildStatus.FAILED,
+            reason=ReasonCode.INPUT_SCHEMA_INVALID,
+            message="user_question: nothing visible remains after normalisation",
+        )
+    question_tokens = counter.count(question + "\n")
+    if question_tokens > policy.max_question_tokens:
+        return _without_prompt(
+            bundle,
+            policy,
+            template,
+            status=BuildStatus.FAILED,
+            reason=ReasonCode.PROMPT_BUDGET_EXCEEDED,
+            message=f"user_question: {question_tokens} tokens exceed max_question_tokens "
+            f"({policy.max_question_tokens})",
+        )
+
+    pruned = 0
+    while True:
+        values = {
+            "refusal": policy.refusal_text,
+            "evidence_block": bundle.evidence_block_text,
+            "user_question": question,
+        }
+        tokens = _account(template, values, bundle.evidence_token_count, policy, counter)
+        if tokens.total_prompt_tokens <= policy.max_total_prompt_tokens:
+            break
+        if len(bundle.selected_evidence) == 1:
+            return _without_prompt(
+                bundle,
+                policy,
+                template,
+                status=BuildStatus.FAILED,
+                reason=ReasonCode.PROMPT_BUDGET_EXCEEDED,
+                message=f"prompt: {tokens.total_prompt_tokens} tokens with one evidence entry "
+                f"exceed max_total_prompt_tokens ({policy.max_total_prompt_tokens})",
+                pruned=pruned,
+            )
+        bundle = without_lowest_ranked(bundle, DropReason.DROP_PROMPT_BUDGET)
+        pruned += 1
+
+    messages = _messages(template, values)
+    return PromptBuildResult(
+        request_id=bundle.request_id,
+        build_status=BuildStatus.OK,
+        reason_code=None,
+        message=None,
+        messages=messages,
+        prompt_sha256=hashlib.sha256(
+            canonical_prompt_bytes((m.role, m.content) for m in messages)
+        ).hexdigest(),
+        template_version=template.version,
+        template_sha256=template.sha256,
+        refusal_text=policy.refusal_text,
+        tokens=tokens,
+        pruned_chunk_count=pruned,
+        bundle=bundle,
+    )
+
+
+def failed_prompt(
+    payload: object, policy: Policy, reason: ReasonCode, message: str
+) -> PromptBuildResult:
+    """A FAILED prompt for ``payload`` (an AnswerBundle, or anything that failed to be one).
+
+    Used when a stage fails closed: it keeps the bundle when there is one, so later stages
+    and the audit still see the request's identity and evidence.
+    """
+    bundle = (
+        payload
+        if isinstance(payload, AnswerBundle)
+        else failed_bundle(payload, policy, reason, message)
+    )
+    return _without_prompt(
+        bundle,
+        policy,
+        load_template(policy.prompt_template),
+        status=BuildStatus.FAILED,
+        reason=reason,
+        message=message,
+    )
+
+
+def _account(
+    template: PromptTemplate,
+    values: dict[str, str],
+    evidence_tokens: int,
+    policy: Policy,
+    counter: TokenCounter,
+) -> PromptTokenAccount:
+    counts = dict.fromkeys(_SECTION_FIELD.values(), 0)
+    for section, _role, placeholder, segment in template.segments(values):
+        # The block's count is known exactly from R2; re-tokenising it would cost ~0.5 ms.
+        is_block = placeholder == "evidence_block"
+        counts[_SECTION_FIELD[section]] += evidence_tokens if is_block else counter.count(segment)
+    return PromptTokenAccount(reserved_output_tokens=policy.reserved_output_tokens, **counts)
+
+
+def _messages(template: PromptTemplate, values: dict[str, str]) -> tuple[PromptMessage, ...]:
+    contents: dict[str, list[str]] = {"system": [], "user": []}
+    for _section, role, _placeholder, segment in template.segments(values):
+        contents[role].append(segment)
+    return (
+        PromptMessage(role="system", content="".join(contents["system"])),
+        PromptMessage(role="user", content="".join(contents["user"])),
+    )
+
+
+def _without_prompt(
+    bundle: AnswerBundle,
+    policy: Policy,
+    template: PromptTemplate,
+    *,
+    status: BuildStatus,
+    reason: ReasonCode,
+    message: str | None,
+    pruned: int = 0,
+) -> PromptBuildResult:
+    return PromptBuildResult(
+        request_id=bundle.request_id,
+        build_status=status,
+        reason_code=reason,
+        message=message,
+        messages=(),
+        prompt_sha256=None,
+        template_version=template.version,
+        template_sha256=template.sha256,
+        refusal_text=policy.refusal_text,
+        tokens=None,
+        pruned_chunk_count=pruned,
+        bundle=bundle,
+    )

@@ -1,0 +1,210 @@
+"""Frozen, hash-locked prompt templates: five sections in a fixed order, three placeholders.
+
+A template file holds the system message, a separator line, and the user message::
+
+    <system> ... </system>            section 1: system instruction block
+    <rules> ... {{refusal}} </rules>  section 2: safety and grounding rules
+    ===== USER MESSAGE =====
+    <evidence>                        section 3: evidence, fenced as untrusted data
+    {{evidence_block}}</evidence>
+    <question>                        section 4: the user's question
+    {{user_question}}
+    </question>
+    <output_rules> ... </output_rules> section 5: output formatting instructions
+
+Loading checks everything a prompt could go wrong by: the sha256 in ``<version>.sha256``,
+the five sections in this order with each fence tag exactly once, nothing outside them, and
+exactly the three placeholders in their sections. Rendering replaces placeholders in one
+pass, so text inside a value (``{{user_question}}``, ``{question}``) is never substituted.
+
+Every placeholder starts a line and its value ends one, and every section ends with a
+newline; so the rendered prompt splits into *segments* that each begin right after a newline.
+cl100k's pre-tokenizer always starts a new piece there, which makes the prompt's token count
+the sum of its segments' counts: static segments are counted once and cached, and the
+evidence block's count is already known from R2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from groundlock.errors import GroundlockError
+from groundlock.text.sanitize import FENCE_TAG_NAMES
+
+__all__ = [
+    "MESSAGE_SEPARATOR",
+    "SECTION_ORDER",
+    "PromptTemplate",
+    "PromptTemplateError",
+    "TemplateSection",
+    "load_template",
+]
+
+MESSAGE_SEPARATOR = "===== USER MESSAGE =====\n"
+SECTION_ORDER: tuple[tuple[str, str], ...] = (
+    ("system", "system"),
+    ("rules", "system"),
+    ("evidence", "user"),
+    ("question", "user"),
+    ("output_rules", "user"),
+)
+"""(fence tag, message role) of the five sections, in the order ``001`` P1 freezes."""
+_PLACEHOLDER_SECTION = {
+    "refusal": "rules",
+    "evidence_block": "evidence",
+    "user_question": "question",
+}
+_PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
+_VERSION_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class PromptTemplateError(GroundlockError):
+    """A template file is missing, tampered with, or not shaped as the contract requires."""
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateSection:
+    """One fenced section: static text split around at most one placeholder."""
+
+    name: str
+    role: str
+    before: str
+    """Static text up to the placeholder (or the whole section)."""
+    placeholder: str | None
+    after: str
+    """Static text after the placeholder's line; starts a new line."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """A loaded, verified template."""
+
+    version: str
+    sha256: str
+    sections: tuple[TemplateSection, ...]
+
+    def segments(self, values: dict[str, str]) -> list[tuple[str, str, str | None, str]]:
+        """The rendered prompt as (section, role, placeholder, segment) tuples, in order.
+
+        ``placeholder`` names the value a segment renders, or is None for static text.
+
+        A placeholder's segment is its value plus the newline that ends its line (the
+        evidence block ends with its own blank line), so every segment but the first
+        begins right after a newline.
+        """
+        rendered: list[tuple[str, str, str | None, str]] = []
+        for section in self.sections:
+            rendered.append((section.name, section.role, None, section.before))
+            if section.placeholder is not None:
+                value = values[section.placeholder]
+                if section.placeholder != "evidence_block":
+                    value += "\n"
+                rendered.append((section.name, section.role, section.placeholder, value))
+                if section.after:
+                    rendered.append((section.name, section.role, None, section.after))
+        return rendered
+
+
+def _split_section(name: str, role: str, body: str) -> TemplateSection:
+    found = _PLACEHOLDER_RE.findall(body)
+    allowed = [key for key, home in _PLACEHOLDER_SECTION.items() if home == name]
+    if sorted(found) != sorted(allowed):
+        raise PromptTemplateError(
+            f"section <{name}> must hold exactly the placeholders {allowed}, found {found}"
+        )
+    if not allowed:
+        return TemplateSection(name, role, body, None, "")
+    (placeholder,) = allowed
+    marker = "{{" + placeholder + "}}"
+    before, after = body.split(marker)
+    if not before.endswith("\n"):
+        raise PromptTemplateError(f"{marker} must start a line")
+    if placeholder == "evidence_block":
+        if not after.startswith(f"</{name}>"):
+            raise PromptTemplateError(f"{marker} must be followed directly by </{name}>")
+        return TemplateSection(name, role, before, placeholder, after)
+    if not after.startswith("\n"):
+        raise PromptTemplateError(f"{marker} must end its line")
+    return TemplateSection(name, role, before, placeholder, after[1:])
+
+
+def _fences(text: str, tag: str) -> int:
+    """How many lines of ``text`` start with ``tag`` (inline mentions are not fences).
+
+    The evidence block ends with its own newline, so ``</evidence>`` right after its
+    placeholder starts a line of the rendered prompt and counts as a fence too.
+    """
+    lines = text.replace("{{evidence_block}}", "{{evidence_block}}\n")
+    return len(re.findall(rf"^{re.escape(tag)}", lines, re.MULTILINE))
+
+
+def _closing_position(remaining: str, closing: str) -> int:
+    for found in re.finditer(re.escape(closing), remaining):
+        start = found.start()
+        if remaining[:start].endswith(("\n", "{{evidence_block}}")):
+            return start
+    return -1
+
+
+def parse_template(version: str, text: str) -> PromptTemplate:
+    """Check ``text`` against the template contract and split it into sections."""
+    if text.count(MESSAGE_SEPARATOR) != 1:
+        raise PromptTemplateError("the template needs exactly one user-message separator line")
+    system_text, user_text = text.split(MESSAGE_SEPARATOR)
+    parts = {"system": system_text, "user": user_text}
+    sections: list[TemplateSection] = []
+    for role in ("system", "user"):
+        remaining = parts[role]
+        for name, section_role in SECTION_ORDER:
+            if section_role != role:
+                continue
+            if name not in FENCE_TAG_NAMES:  # pragma: no cover  (a contract constant)
+                raise PromptTemplateError(f"<{name}> is not a fence tag evidence is kept from")
+            opening, closing = f"<{name}>\n", f"</{name}>\n"
+            if not remaining.startswith(opening) or _fences(text, f"<{name}>") != 1:
+                raise PromptTemplateError(f"section <{name}> must come next, exactly once")
+            end = _closing_position(remaining, closing)
+            if end < 0 or _fences(text, f"</{name}>") != 1:
+                raise PromptTemplateError(f"section <{name}> must be closed exactly once")
+            body_end = end + len(closing)
+            sections.append(_split_section(name, section_role, remaining[:body_end]))
+            remaining = remaining[body_end:]
+        if remaining:
+            raise PromptTemplateError(f"text outside the sections of the {role} message")
+    return PromptTemplate(
+        version=version,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        sections=tuple(sections),
+    )
+
+
+@cache
+def load_template(version: str) -> PromptTemplate:
+    """Load a built-in template by version, refusing it if its sha256 lock disagrees.
+
+    >>> load_template("prompt_template_v1").sections[2].name
+    'evidence'
+
+    Raises:
+        PromptTemplateError: unknown version, missing lock, changed file, or a file that
+            breaks the template contract.
+    """
+    if not _VERSION_RE.match(version):
+        raise PromptTemplateError(f"{version!r} is not a template version name")
+    folder = Path(str(resources.files("groundlock.prompts")))
+    try:
+        raw = (folder / f"{version}.txt").read_bytes()
+        recorded = (folder / f"{version}.sha256").read_text(encoding="ascii").split()
+    except OSError as exc:
+        raise PromptTemplateError(f"cannot read template {version!r} and its lock") from exc
+    if not recorded or hashlib.sha256(raw).hexdigest() != recorded[0]:
+        raise PromptTemplateError(
+            f"template {version!r} does not match its recorded sha256; a changed template "
+            "is a new version"
+        )
+    return parse_template(version, raw.decode("utf-8"))

@@ -1,0 +1,367 @@
+"""R4 as an LCEL stage: ``PromptBuildResult`` -> ``LLMExecutionResult``.
+
+The model is pinned at construction (see :mod:`groundlock.providers.chat`). Per request:
+
+* a prompt that is NO_EVIDENCE answers with the policy's exact refusal and a FAILED prompt
+  passes its reason through — both with zero attempts: no model is called;
+* otherwise the same two messages are sent on every attempt, and before each attempt their
+  canonical bytes are hashed again and compared with ``prompt_sha256``;
+* tenacity is the only retry layer: transient failures are retried up to the policy's
+  ``max_attempts``, waiting what the provider asks (Retry-After, up to the cap) or an
+  exponential backoff with jitter, and never past the request deadline; anything else fails
+  at once with its own reason code;
+* the reply is read the same way for every API; a reply from another model than the one
+  pinned (model drift) or withheld by a content filter fails; nothing in the text is edited.
+
+Every attempt is recorded (outcome, status, reason, waits) and logged without any content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import Field, model_validator
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
+
+from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStatus
+from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
+from groundlock.contracts.prompt import PromptBuildResult, canonical_prompt_bytes
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.prompt import failed_prompt
+from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.policies.model import ExecutionLimits, Policy
+from groundlock.providers.chat import ModelReply, model_matches, pin_model, read_reply
+from groundlock.providers.extractive import ExtractiveChatModel
+from groundlock.providers.failures import FailureVerdict, classify_failure
+from groundlock.runnables._stage import PolicyStage, coerce_input
+
+__all__ = ["ExecuteModel"]
+
+logger = logging.getLogger("groundlock")
+
+_ROLE = {"system": "system", "human": "user"}
+
+
+class PromptIntegrityError(Exception):
+    """The messages about to be sent no longer hash to the prompt's sha256."""
+
+
+class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
+    """R4: send the frozen prompt to a pinned model, retrying only transient failures.
+
+    ``model`` is any LangChain chat model or a ``provider:model`` string
+    (``"openai:gpt-4.1-mini"``); by default the offline :class:`ExtractiveChatModel`.
+
+    >>> from groundlock import AssembleEvidence, BuildPrompt
+    >>> stage = ExecuteModel()
+    >>> stage.pinned.model_name, stage.pinned.temperature
+    ('groundlock-extractive-v1', 0.0)
+    """
+
+    name: str | None = "R4.ExecuteModel"
+    model: BaseChatModel
+    """The pinned chat model (rebuilt from what was passed in)."""
+    pinned: PinnedModel
+    """What was pinned; recorded in every result."""
+    allow_provider_storage: bool = False
+    """Let the provider retain prompts (Responses API ``store``); off unless opted in."""
+    sleep: Callable[[float], None] = Field(default=time.sleep, exclude=True)
+    """How to wait between attempts (tests inject a fake clock)."""
+    async_sleep: Callable[[float], Awaitable[None]] = Field(default=asyncio.sleep, exclude=True)
+    clock: Callable[[], float] = Field(default=time.monotonic, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pin(cls, data: object) -> object:
+        if not isinstance(data, dict) or "pinned" in data:
+            return data
+        values = dict(data)
+        policy = values.get("policy", DEFAULT_POLICY)
+        policy = load_policy(policy) if isinstance(policy, str) else policy
+        if not isinstance(policy, Policy):
+            return values  # the policy field's own validation reports the problem
+        model, pinned = pin_model(
+            values.get("model", ExtractiveChatModel()),
+            policy,
+            allow_provider_storage=bool(values.get("allow_provider_storage", False)),
+        )
+        values.update(policy=policy, model=model, pinned=pinned)
+        return values
+
+    def _start(self, stage_input: object) -> PromptBuildResult | LLMExecutionResult:
+        prompt = coerce_input(PromptBuildResult, stage_input)
+        if isinstance(prompt, str):
+            return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, prompt)
+        if prompt.build_status is BuildStatus.NO_EVIDENCE:
+            return self._result(prompt, GenerationStatus.NO_EVIDENCE, text=prompt.refusal_text)
+        if prompt.build_status is BuildStatus.FAILED:
+            return self._result(
+                prompt,
+                GenerationStatus.FAILED,
+                reason=prompt.reason_code or ReasonCode.INTERNAL_ERROR,
+                message=prompt.message,
+            )
+        return prompt
+
+    def _run(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
+        prompt = self._start(stage_input)
+        if isinstance(prompt, LLMExecutionResult):
+            return prompt
+        call = _Call(self, prompt)
+        retrying = Retrying(
+            retry=retry_if_exception(call.should_retry),
+            wait=call.wait,
+            stop=call.stop,
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            message = retrying(call.attempt, lambda: self.model.invoke(call.messages, config))
+        except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
+            return call.failed(exc)
+        return call.succeeded(message)
+
+    async def _arun(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
+        prompt = self._start(stage_input)
+        if isinstance(prompt, LLMExecutionResult):
+            return prompt
+        call = _Call(self, prompt)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(call.should_retry),
+            wait=call.wait,
+            stop=call.stop,
+            sleep=self.async_sleep,
+            reraise=True,
+        )
+        try:
+            message: BaseMessage = await retrying(
+                call.attempt_async, lambda: self.model.ainvoke(call.messages, config)
+            )
+        except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
+            return call.failed(exc)
+        return call.succeeded(message)
+
+    def _result(
+        self,
+        prompt: PromptBuildResult,
+        status: GenerationStatus,
+        *,
+        text: str = "",
+        reason: ReasonCode | None = None,
+        message: str | None = None,
+        attempts: tuple[AttemptRecord, ...] = (),
+        latency_ms: float = 0.0,
+        reply: ModelReply | None = None,
+    ) -> LLMExecutionResult:
+        return LLMExecutionResult(
+            request_id=prompt.request_id,
+            generation_status=status,
+            reason_code=reason,
+            message=message,
+            raw_model_text=text,
+            model_name=self.pinned.model_name,
+            reported_model_name=reply.reported_model if reply else None,
+            prompt_sha256=prompt.prompt_sha256,
+            finish_reason=reply.finish_reason if reply else FinishReason.UNKNOWN,
+            attempts=attempts,
+            llm_latency_ms=latency_ms,
+            prompt_tokens_actual=reply.input_tokens if reply else None,
+            completion_tokens_actual=reply.output_tokens if reply else None,
+            total_tokens_actual=reply.total_tokens if reply else None,
+            response_id=reply.response_id if reply else None,
+            pinned=self.pinned,
+            prompt=prompt,
+        )
+
+    def _fail_closed(
+        self, stage_input: object, reason: ReasonCode, message: str
+    ) -> LLMExecutionResult:
+        prompt = (
+            stage_input
+            if isinstance(stage_input, PromptBuildResult)
+            else failed_prompt(stage_input, self.policy, reason, message)
+        )
+        return self._result(prompt, GenerationStatus.FAILED, reason=reason, message=message)
+
+
+@dataclass
+class _Attempt:
+    number: int
+    started: float
+    duration: float = 0.0
+    error: BaseException | None = None
+    verdict: FailureVerdict | None = None
+    wait: float | None = None
+
+
+@dataclass
+class _Call:
+    """The state of one request's attempts; shared by the sync and async paths."""
+
+    stage: ExecuteModel
+    prompt: PromptBuildResult
+    messages: list[BaseMessage] = field(init=False)
+    attempts: list[_Attempt] = field(default_factory=list)
+    deadline_hit: bool = False
+
+    def __post_init__(self) -> None:
+        kinds = {"system": SystemMessage, "user": HumanMessage}
+        self.messages = [kinds[m.role](content=m.content) for m in self.prompt.messages]
+        self.limits: ExecutionLimits = self.stage.policy.execution
+        self.start = self.stage.clock()
+
+    # -- one attempt -------------------------------------------------------------------
+    def _begin(self) -> _Attempt:
+        sent = canonical_prompt_bytes(
+            (_ROLE.get(m.type, m.type), str(m.content)) for m in self.messages
+        )
+        if _sha256(sent) != self.prompt.prompt_sha256:
+            raise PromptIntegrityError
+        attempt = _Attempt(number=len(self.attempts) + 1, started=self.stage.clock())
+        self.attempts.append(attempt)
+        return attempt
+
+    def _end(self, attempt: _Attempt, exc: Exception | None) -> None:
+        attempt.duration = self.stage.clock() - attempt.started
+        if exc is not None:
+            attempt.verdict = classify_failure(exc, self.limits.retry_after_cap_seconds)
+            attempt.error = exc
+        logger.info(
+            "groundlock R4 request=%s attempt=%d/%d outcome=%s status=%s reason=%s",
+            self.prompt.request_id,
+            attempt.number,
+            self.limits.max_attempts,
+            "ok" if exc is None else type(exc).__name__,
+            attempt.verdict.status_code if attempt.verdict else None,
+            attempt.verdict.reason.value if attempt.verdict else None,
+        )
+
+    def attempt(self, send: Callable[[], BaseMessage]) -> BaseMessage:
+        attempt = self._begin()
+        try:
+            message = send()
+        except Exception as exc:
+            self._end(attempt, exc)
+            raise
+        self._end(attempt, None)
+        return message
+
+    async def attempt_async(self, send: Callable[[], Awaitable[BaseMessage]]) -> BaseMessage:
+        attempt = self._begin()
+        try:
+            message = await send()
+        except Exception as exc:
+            self._end(attempt, exc)
+            raise
+        self._end(attempt, None)
+        return message
+
+    # -- tenacity hooks ----------------------------------------------------------------
+    def should_retry(self, exc: BaseException) -> bool:
+        # Only the failure of the attempt just made can be retried: an exception raised
+        # before sending (a prompt-integrity failure) belongs to no attempt.
+        last = self.attempts[-1] if self.attempts else None
+        return bool(last and last.error is exc and last.verdict and last.verdict.transient)
+
+    def wait(self, retry_state: RetryCallState) -> float:
+        verdict = self.attempts[-1].verdict
+        if verdict is not None and verdict.retry_after_seconds is not None:
+            seconds = verdict.retry_after_seconds
+        else:
+            exponent = retry_state.attempt_number - 1
+            ceiling = min(self.limits.backoff_max_seconds,
+                          self.limits.backoff_initial_seconds * 2**exponent)  # fmt: skip
+            seconds = ceiling * random.uniform(0.75, 1.0)  # noqa: S311  (jitter, not secrets)
+        self.attempts[-1].wait = seconds
+        return seconds
+
+    def stop(self, retry_state: RetryCallState) -> bool:
+        if retry_state.attempt_number >= self.limits.max_attempts:
+            self.attempts[-1].wait = None
+            return True
+        elapsed = self.stage.clock() - self.start
+        if elapsed + (retry_state.upcoming_sleep or 0.0) >= self.limits.request_deadline_seconds:
+            self.attempts[-1].wait = None
+            self.deadline_hit = True
+            return True
+        return False
+
+    # -- outcome -----------------------------------------------------------------------
+    def _records(self) -> tuple[AttemptRecord, ...]:
+        return tuple(
+            AttemptRecord(
+                number=a.number,
+                started_ms=max(0.0, (a.started - self.start) * 1000),
+                duration_ms=max(0.0, a.duration * 1000),
+                outcome="ok"
+                if a.verdict is None
+                else ("transient_error" if a.verdict.transient else "error"),
+                error_type=type(a.error).__name__ if a.error is not None else None,
+                status_code=a.verdict.status_code if a.verdict else None,
+                reason_code=a.verdict.reason if a.verdict else None,
+                retry_after_seconds=a.verdict.retry_after_seconds if a.verdict else None,
+                wait_seconds=a.wait,
+            )
+            for a in self.attempts
+        )
+
+    def _latency_ms(self) -> float:
+        return max(0.0, (self.stage.clock() - self.start) * 1000)
+
+    def failed(self, exc: Exception) -> LLMExecutionResult:
+        if isinstance(exc, PromptIntegrityError):
+            reason = ReasonCode.PROMPT_INTEGRITY
+            message = "prompt: the bytes to send no longer match prompt_sha256; nothing sent"
+        else:
+            last = self.attempts[-1] if self.attempts else None
+            verdict = last.verdict if last is not None and last.error is exc else None
+            reason = verdict.reason if verdict else ReasonCode.MODEL_ERROR
+            if verdict is not None and verdict.transient:
+                reason = (
+                    ReasonCode.MODEL_DEADLINE_EXCEEDED
+                    if self.deadline_hit
+                    else ReasonCode.MODEL_UNAVAILABLE
+                )
+            message = f"model: {type(exc).__name__} after {len(self.attempts)} attempt(s)"
+        return self.stage._result(
+            self.prompt,
+            GenerationStatus.FAILED,
+            reason=reason,
+            message=message,
+            attempts=self._records(),
+            latency_ms=self._latency_ms(),
+        )
+
+    def succeeded(self, message: BaseMessage) -> LLMExecutionResult:
+        reply = read_reply(message)
+        pinned = self.stage.pinned.model_name
+        status, reason, note = GenerationStatus.OK, None, None
+        if not model_matches(pinned, reply.reported_model):
+            status, reason = GenerationStatus.FAILED, ReasonCode.MODEL_DRIFT
+            note = f"model: response came from {reply.reported_model!r}, pinned {pinned!r}"
+        elif reply.finish_reason is FinishReason.CONTENT_FILTER:
+            status, reason = GenerationStatus.FAILED, ReasonCode.OUTPUT_CONTENT_FILTERED
+            note = "model: the provider withheld the output (content filter)"
+        return self.stage._result(
+            self.prompt,
+            status,
+            text=reply.text,
+            reason=reason,
+            message=note,
+            attempts=self._records(),
+            latency_ms=self._latency_ms(),
+            reply=reply,
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
