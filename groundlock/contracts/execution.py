@@ -59,17 +59,13 @@ class AttemptRecord(Contract):
 class LLMExecutionResult(Contract):
     """R4's output (``001`` R3 telemetry), carrying the prompt result on to R5."""
 
-    request_id: str | None
     generation_status: GenerationStatus
     reason_code: ReasonCode | None
     message: str | None
     raw_model_text: str
     """The model's text exactly as received; the refusal text for NO_EVIDENCE; else empty."""
-    model_name: str
-    """The pinned model identity."""
     reported_model_name: str | None
     """The model the provider said answered (a dated snapshot of the pinned alias is fine)."""
-    prompt_sha256: str | None
     finish_reason: FinishReason
     attempts: tuple[AttemptRecord, ...]
     llm_latency_ms: NonNegativeFloat
@@ -81,6 +77,21 @@ class LLMExecutionResult(Contract):
     """The provider's id for the response (``resp_…`` / ``chatcmpl-…``), for audit."""
     pinned: PinnedModel
     prompt: PromptBuildResult
+
+    @property
+    def request_id(self) -> str | None:
+        """The request this execution answers."""
+        return self.prompt.request_id
+
+    @property
+    def model_name(self) -> str:
+        """The pinned model identity (``001`` R3 telemetry)."""
+        return self.pinned.model_name
+
+    @property
+    def prompt_sha256(self) -> str | None:
+        """The hash of the bytes sent (``001`` R3 telemetry)."""
+        return self.prompt.prompt_sha256
 
     @property
     def attempt_count(self) -> int:

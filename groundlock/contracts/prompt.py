@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from functools import cached_property
 from typing import Literal
 
 from pydantic import NonNegativeInt
@@ -73,7 +74,6 @@ class PromptTokenAccount(Contract):
 class PromptBuildResult(Contract):
     """R3's output, carrying the (possibly pruned) AnswerBundle on to later stages."""
 
-    request_id: str | None
     build_status: BuildStatus
     reason_code: ReasonCode | None
     message: str | None
@@ -93,6 +93,11 @@ class PromptBuildResult(Contract):
     """The evidence the prompt actually holds: R5 validates anchors against it."""
 
     @property
+    def request_id(self) -> str | None:
+        """The request this prompt answers (the bundle's)."""
+        return self.bundle.request_id
+
+    @cached_property
     def prompt_bytes(self) -> bytes:
         """The exact bytes the model runnable must send (empty unless OK)."""
         if not self.messages:

@@ -29,10 +29,10 @@ from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.core.assembly import failed_bundle, without_lowest_ranked
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import PromptTemplate, load_template
-from groundlock.text.sanitize import sanitize_evidence
+from groundlock.text.sanitize import safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
-__all__ = ["build_prompt", "failed_prompt"]
+__all__ = ["build_prompt", "check_outside_bundle", "failed_prompt", "policy_mismatch"]
 
 _SECTION_FIELD = {
     "system": "system_tokens",
@@ -74,7 +74,7 @@ def build_prompt(
             bundle, policy, template, status=status, reason=reason, message=bundle.message
         )
 
-    question = sanitize_evidence(bundle.user_question or "").text
+    question = safe_normalize(bundle.user_question or "").text  # unique per request: not cached
     if not question:
         return _without_prompt(
             bundle,
@@ -96,14 +96,14 @@ def build_prompt(
             f"({policy.max_question_tokens})",
         )
 
+    values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
+    # Everything but the evidence block is fixed for this request: count it once.
+    fixed = _account(template, values, 0, policy, counter)
     pruned = 0
     while True:
-        values = {
-            "refusal": policy.refusal_text,
-            "evidence_block": bundle.evidence_block_text,
-            "user_question": question,
-        }
-        tokens = _account(template, values, bundle.evidence_token_count, policy, counter)
+        tokens = fixed.model_copy(
+            update={"evidence_tokens": fixed.evidence_tokens + bundle.evidence_token_count}
+        )
         if tokens.total_prompt_tokens <= policy.max_total_prompt_tokens:
             break
         if len(bundle.selected_evidence) == 1:
@@ -120,9 +120,9 @@ def build_prompt(
         bundle = without_lowest_ranked(bundle, DropReason.DROP_PROMPT_BUDGET)
         pruned += 1
 
+    values["evidence_block"] = bundle.evidence_block_text
     messages = _messages(template, values)
     return PromptBuildResult(
-        request_id=bundle.request_id,
         build_status=BuildStatus.OK,
         reason_code=None,
         message=None,
@@ -137,6 +137,37 @@ def build_prompt(
         pruned_chunk_count=pruned,
         bundle=bundle,
     )
+
+
+def policy_mismatch(bundle: AnswerBundle, policy: Policy) -> str | None:
+    """Why ``bundle`` cannot go on under ``policy`` (it was assembled under another), or None."""
+    if bundle.trace.policy_sha256 != policy.policy_sha256:
+        return (
+            f"bundle: assembled under {bundle.trace.policy_version} "
+            f"({bundle.trace.policy_sha256[:12]}), not {policy.policy_version} "
+            f"({policy.policy_sha256[:12]})"
+        )
+    return None
+
+
+def check_outside_bundle(
+    bundle: AnswerBundle, policy: Policy, counter: TokenCounter | None = None
+) -> str | None:
+    """Re-check what a bundle that arrived as data (not from R2 in this process) claims.
+
+    Its text was already re-checked as sanitised by the contract; here its token counts are
+    recounted, since budgets and PB4 rely on them. Returns why it is refused, or None.
+    """
+    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    total = 0
+    for entry in bundle.selected_evidence:
+        actual = counter.count(entry.entry_text)
+        if actual != entry.token_count or actual > policy.max_chunk_tokens:
+            return f"selected_evidence[{entry.anchor}].token_count: does not match its text"
+        total += actual
+    if total > policy.max_evidence_tokens:
+        return "selected_evidence: more tokens than max_evidence_tokens"
+    return None
 
 
 def failed_prompt(
@@ -198,7 +229,6 @@ def _without_prompt(
     pruned: int = 0,
 ) -> PromptBuildResult:
     return PromptBuildResult(
-        request_id=bundle.request_id,
         build_status=status,
         reason_code=reason,
         message=message,

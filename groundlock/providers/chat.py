@@ -35,8 +35,8 @@ _SDK_CLIENT_FIELDS = frozenset({"client", "async_client", "root_client", "root_a
 _OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens", "num_predict")
 _TIMEOUT_FIELDS = ("request_timeout", "timeout")
 _IDENTITY_FIELDS = ("model_name", "model", "model_id", "deployment_name")
-_OPENAI_PROVIDERS = frozenset({"openai", "azure_openai"})
-_DATED_SNAPSHOT_RE = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+_SNAPSHOT_SUFFIX_RE = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4})")
+"""A dated snapshot of an alias: ``-2025-04-14`` today, ``-0613`` in older names."""
 
 
 class ModelPinningError(GroundlockError):
@@ -49,7 +49,8 @@ def pin_model(
     """Return ``model`` rebuilt with the policy's pinned settings, and the record of them.
 
     Raises:
-        ModelPinningError: ``model`` is not a plain chat model, or a pin does not stick.
+        ModelPinningError: ``model`` is not a plain chat model, a pin does not stick, or a
+            setting of the model would override a pin or change where requests go.
     """
     if isinstance(model, str):
         model = _from_spec(model)
@@ -59,7 +60,13 @@ def pin_model(
             f"got {type(model).__name__}. Fallbacks, configurable alternatives, bind() and "
             "with_retry() are refused: they hide which model answers or add a retry layer."
         )
+    openai = _is_openai_family(model)
+    if openai:
+        _refuse_pin_overrides(model)
     pinned = _rebuild(model, policy, allow_provider_storage=allow_provider_storage)
+    if openai:
+        _check_same_endpoint(model, pinned)
+        _check_openai_request(pinned, policy)
     return pinned, _verify(pinned, policy)
 
 
@@ -68,8 +75,8 @@ def _from_spec(spec: str) -> BaseChatModel:
 
     provider = spec.split(":", 1)[0] if ":" in spec else None
     defaults: dict[str, Any] = {}
-    if provider in _OPENAI_PROVIDERS:
-        defaults["use_responses_api"] = True  # the specs' choice; chat completions by instance
+    if provider == "openai":
+        defaults["use_responses_api"] = True  # the specs' choice for OpenAI itself
     try:
         model: BaseChatModel = init_chat_model(spec, **defaults)
     except (ImportError, ValueError) as exc:
@@ -83,6 +90,45 @@ def _is_openai_family(model: BaseChatModel) -> bool:
     except ImportError:  # pragma: no cover  (langchain-openai is a dependency)
         return False
     return isinstance(model, BaseChatOpenAI)
+
+
+def _is_azure(model: BaseChatModel) -> bool:
+    return type(model).__name__ == "AzureChatOpenAI"
+
+
+_PINNED_WIRE_KEYS = frozenset(
+    {"model", "temperature", "top_p", "n", "max_tokens", "max_completion_tokens",
+     "max_output_tokens", "store", "stream", "stream_options"}
+)  # fmt: skip
+"""Request keys that only the pins may set; extra_body or model_kwargs must not touch them."""
+
+
+def _refuse_pin_overrides(model: BaseChatModel) -> None:
+    for field in ("extra_body", "model_kwargs"):
+        overrides = set(getattr(model, field, None) or {}) & _PINNED_WIRE_KEYS
+        if overrides:
+            raise ModelPinningError(
+                f"{type(model).__name__}.{field} sets {sorted(overrides)}, which would override "
+                "pinned settings on the wire; remove them"
+            )
+    if _is_azure(model) and "model_name" not in model.model_fields_set:
+        raise ModelPinningError(
+            "AzureChatOpenAI needs model=<the deployment's model, e.g. 'gpt-4.1-mini'>: the "
+            "deployment name says nothing about which model answers, so drift cannot be checked"
+        )
+
+
+def _default_api(model: BaseChatModel) -> bool:
+    """Responses API (the specs' choice) for OpenAI itself; chat completions elsewhere.
+
+    OpenAI-compatible servers (vLLM, Ollama, llama.cpp) and Azure deployments commonly serve
+    only chat completions, so for them the Responses API must be chosen explicitly.
+    """
+    explicit = getattr(model, "use_responses_api", None)
+    if explicit is not None:
+        return bool(explicit)
+    base = getattr(model, "openai_api_base", None)
+    return not _is_azure(model) and (base is None or "api.openai.com" in str(base))
 
 
 def _rebuild(
@@ -103,10 +149,17 @@ def _rebuild(
         pins["max_retries"] = 0
     if timeout := _first_field(fields, _TIMEOUT_FIELDS):
         pins[timeout] = policy.execution.attempt_timeout_seconds
+    if "disable_streaming" in fields:
+        # The full answer is validated before anything leaves, so the request is the same
+        # whether the chain is invoked or streamed (astream_events would otherwise stream).
+        pins["disable_streaming"] = True
+    if "refusal_text" in fields:
+        pins["refusal_text"] = policy.refusal_text
     if _is_openai_family(model):
-        use_responses = getattr(model, "use_responses_api", None) is not False
+        use_responses = _default_api(model)
         pins["use_responses_api"] = use_responses
         pins["output_version"] = "responses/v1" if use_responses else "v0"
+        pins["streaming"] = False
         if use_responses:
             pins["store"] = allow_provider_storage
     values = {**kept, **pins}
@@ -118,6 +171,57 @@ def _rebuild(
         raise ModelPinningError(
             f"cannot rebuild {type(model).__name__} with pinned settings: {exc}"
         ) from exc
+
+
+_ENDPOINT_ATTRIBUTES = ("base_url", "api_key", "organization", "project", "_custom_headers")
+
+
+def _check_same_endpoint(original: BaseChatModel, pinned: BaseChatModel) -> None:
+    """The rebuilt client must talk to the same place, as the same caller, with no retries.
+
+    A client object passed in by the caller cannot be reused (it carries its own retry
+    setting) and is rebuilt from the model's settings; if those point elsewhere (a client
+    made for a local server, a model left on the default endpoint) requests would silently
+    go to another host with other credentials, so that is refused.
+    """
+    for name in ("root_client", "root_async_client"):
+        before, after = getattr(original, name, None), getattr(pinned, name, None)
+        if after is None:
+            continue
+        if getattr(after, "max_retries", 0) != 0:
+            raise ModelPinningError(f"the rebuilt {name} still retries on its own")
+        if before is None:
+            continue
+        for attribute in _ENDPOINT_ATTRIBUTES:
+            if str(getattr(before, attribute, None)) != str(getattr(after, attribute, None)):
+                setting = attribute.lstrip("_")
+                raise ModelPinningError(
+                    f"{type(original).__name__} was given its own SDK client whose {setting} "
+                    "differs from the model's settings; pass base_url, api_key, default_headers "
+                    "and http_client to the model instead, so it can be rebuilt without SDK retries"
+                )
+
+
+def _check_openai_request(model: BaseChatModel, policy: Policy) -> None:
+    """Build the request the model would really send and check every pin in it."""
+    from langchain_core.messages import HumanMessage  # noqa: PLC0415
+
+    payload: dict[str, Any] = dict(model._get_request_payload([HumanMessage("probe")]))  # type: ignore[attr-defined]
+    wire = {**payload, **(payload.pop("extra_body", None) or {})}
+    expected: dict[str, Any] = {
+        "model": model_identity(model),
+        "temperature": 0.0,
+        "max_output_tokens" if "input" in wire else "max_completion_tokens": (
+            policy.reserved_output_tokens
+        ),
+    }
+    for key, value in expected.items():
+        if wire.get(key) != value:
+            raise ModelPinningError(
+                f"{type(model).__name__} would send {key}={wire.get(key)!r}, not {value!r}"
+            )
+    if wire.get("stream") or (wire.get("n") or 1) != 1:
+        raise ModelPinningError(f"{type(model).__name__} would stream or ask for several answers")
 
 
 def _verify(model: BaseChatModel, policy: Policy) -> PinnedModel:
@@ -168,18 +272,25 @@ def model_identity(model: BaseChatModel) -> str:
     return type(model).__name__
 
 
-def model_matches(pinned: str, reported: str | None) -> bool:
+def model_matches(pinned: str, reported: str | None, *, must_report: bool) -> bool:
     """Whether a response's model is the pinned one (a dated snapshot of an alias counts).
 
-    >>> model_matches("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14")
+    ``must_report``: the provider always names the model (OpenAI does), so a reply that
+    names none is not trusted either.
+
+    >>> model_matches("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", must_report=True)
     True
-    >>> model_matches("gpt-4.1-mini", "gpt-4o-mini-2024-07-18")
+    >>> model_matches("gpt-4", "gpt-4-0613", must_report=True)
+    True
+    >>> model_matches("gpt-4.1-mini", "gpt-4o-mini-2024-07-18", must_report=True)
     False
     """
-    if reported is None or reported == pinned:
+    if not reported:
+        return not must_report
+    if reported == pinned:
         return True
     return reported.startswith(pinned) and bool(
-        _DATED_SNAPSHOT_RE.fullmatch(reported[len(pinned) :])
+        _SNAPSHOT_SUFFIX_RE.fullmatch(reported[len(pinned) :])
     )
 
 
@@ -220,10 +331,15 @@ def read_reply(message: BaseMessage) -> ModelReply:
         finish_reason=_finish_reason(meta),
         reported_model=str(reported) if reported else None,
         response_id=str(response_id) if response_id else None,
-        input_tokens=usage.get("input_tokens"),
-        output_tokens=usage.get("output_tokens"),
-        total_tokens=usage.get("total_tokens"),
+        input_tokens=_count(usage.get("input_tokens")),
+        output_tokens=_count(usage.get("output_tokens")),
+        total_tokens=_count(usage.get("total_tokens")),
     )
+
+
+def _count(value: object) -> int | None:
+    """A provider's token count, or None when it is missing or not a count at all."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _finish_reason(meta: dict[str, Any]) -> FinishReason:

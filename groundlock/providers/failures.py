@@ -42,14 +42,15 @@ def classify_failure(exc: BaseException, retry_after_cap: float) -> FailureVerdi
     """Decide whether ``exc`` may be retried and what it means if it may not."""
     status = _status_code(exc)
     retry_after = _retry_after_seconds(exc)
-    if _error_code(exc) == "insufficient_quota":
+    code = _error_code(exc)
+    if code == "insufficient_quota":
         return FailureVerdict(
             transient=False,
             reason=ReasonCode.PROVIDER_QUOTA_EXHAUSTED,
             status_code=status,
             retry_after_seconds=retry_after,
         )
-    if isinstance(exc, ContextOverflowError) or _error_code(exc) == "context_length_exceeded":
+    if isinstance(exc, ContextOverflowError) or code == "context_length_exceeded":
         return FailureVerdict(
             transient=False,
             reason=ReasonCode.CONTEXT_LENGTH_EXCEEDED,
@@ -147,24 +148,28 @@ def _header(exc: BaseException, name: str) -> str | None:
 
 
 def _retry_after_seconds(exc: BaseException) -> float | None:
-    """Retry-After as the OpenAI SDK reads it: ``retry-after-ms``, then seconds, then a date."""
-    milliseconds = _header(exc, "retry-after-ms")
-    if milliseconds is not None:
-        seconds = _finite(milliseconds)
-        return seconds / 1000 if seconds is not None else None
+    """Retry-After as the OpenAI SDK reads it: ``retry-after-ms``, then seconds, then a date.
+
+    An unreadable ``retry-after-ms`` falls back to ``retry-after``; a wait of zero (or a date
+    in the past) counts as no instruction at all, so the usual backoff applies.
+    """
+    milliseconds = _finite(_header(exc, "retry-after-ms") or "")
+    if milliseconds:
+        return milliseconds / 1000
     value = _header(exc, "retry-after")
     if value is None:
         return None
     seconds = _finite(value)
     if seconds is not None:
-        return seconds
+        return seconds or None
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:  # "-0000" parses as naive; HTTP dates are always GMT
         when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    remaining = (when - datetime.now(UTC)).total_seconds()
+    return remaining if remaining > 0 else None
 
 
 def _finite(text: str) -> float | None:

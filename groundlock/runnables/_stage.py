@@ -88,15 +88,17 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
             return self._failed_by_bug(stage_input, exc)
 
+    # Call-time keyword options are ignored on purpose: a stage's behaviour is fixed by its
+    # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
-        return self._call_with_config(self._guarded_run, input, config, **kwargs)
+        return self._call_with_config(self._guarded_run, input, config)
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
-        return await self._acall_with_config(self._aguarded_run, input, config, **kwargs)
+        return await self._acall_with_config(self._aguarded_run, input, config)
 
 
 class PolicyStage(Stage[InputT, OutputT]):

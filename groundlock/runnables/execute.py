@@ -23,6 +23,7 @@ import hashlib
 import logging
 import random
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -36,9 +37,15 @@ from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStat
 from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
 from groundlock.contracts.prompt import PromptBuildResult, canonical_prompt_bytes
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.prompt import failed_prompt
+from groundlock.core.prompt import (
+    build_prompt,
+    check_outside_bundle,
+    failed_prompt,
+    policy_mismatch,
+)
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import ExecutionLimits, Policy
+from groundlock.prompts.template import load_template
 from groundlock.providers.chat import ModelReply, model_matches, pin_model, read_reply
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
@@ -47,8 +54,6 @@ from groundlock.runnables._stage import PolicyStage, coerce_input
 __all__ = ["ExecuteModel"]
 
 logger = logging.getLogger("groundlock")
-
-_ROLE = {"system": "system", "human": "user"}
 
 
 class PromptIntegrityError(Exception):
@@ -82,7 +87,9 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
     @model_validator(mode="before")
     @classmethod
     def _pin(cls, data: object) -> object:
-        if not isinstance(data, dict) or "pinned" in data:
+        # Always pin, even when a ``pinned`` record is passed in: a record says what was
+        # pinned, it cannot stand in for pinning.
+        if not isinstance(data, dict):
             return data
         values = dict(data)
         policy = values.get("policy", DEFAULT_POLICY)
@@ -101,6 +108,13 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         prompt = coerce_input(PromptBuildResult, stage_input)
         if isinstance(prompt, str):
             return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, prompt)
+        if prompt.build_status is BuildStatus.OK:
+            problem = self._prompt_problem(prompt, outside=prompt is not stage_input)
+            if problem:
+                return self._result(
+                    prompt, GenerationStatus.FAILED, reason=ReasonCode.PROMPT_INTEGRITY,
+                    message=problem,
+                )  # fmt: skip
         if prompt.build_status is BuildStatus.NO_EVIDENCE:
             return self._result(prompt, GenerationStatus.NO_EVIDENCE, text=prompt.refusal_text)
         if prompt.build_status is BuildStatus.FAILED:
@@ -111,6 +125,25 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
                 message=prompt.message,
             )
         return prompt
+
+    def _prompt_problem(self, prompt: PromptBuildResult, *, outside: bool) -> str | None:
+        """Why ``prompt`` may not be sent under this stage's policy, or None.
+
+        A prompt must come from this policy's template; one that arrived as data (not from
+        R3 in this process) must also be exactly what R3 renders over its bundle.
+        """
+        template = load_template(self.policy.prompt_template)
+        if (prompt.template_version, prompt.template_sha256) != (template.version, template.sha256):
+            return f"prompt: built from {prompt.template_version}, not {template.version}"
+        problem = policy_mismatch(prompt.bundle, self.policy)
+        if problem or not outside:
+            return problem
+        problem = check_outside_bundle(prompt.bundle, self.policy)
+        if problem:
+            return problem
+        if build_prompt(prompt.bundle, self.policy).prompt_sha256 != prompt.prompt_sha256:
+            return "prompt: not what the policy's template renders over its own bundle"
+        return None
 
     def _run(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
         prompt = self._start(stage_input)
@@ -125,10 +158,10 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
             reraise=True,
         )
         try:
-            message = retrying(call.attempt, lambda: self.model.invoke(call.messages, config))
+            message = retrying(call.attempt, lambda sent: self.model.invoke(sent, config))
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
             return call.failed(exc)
-        return call.succeeded(message)
+        return call.finish(message)
 
     async def _arun(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
         prompt = self._start(stage_input)
@@ -144,11 +177,11 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         )
         try:
             message: BaseMessage = await retrying(
-                call.attempt_async, lambda: self.model.ainvoke(call.messages, config)
+                call.attempt_async, lambda sent: self.model.ainvoke(sent, config)
             )
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
             return call.failed(exc)
-        return call.succeeded(message)
+        return call.finish(message)
 
     def _result(
         self,
@@ -163,14 +196,11 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         reply: ModelReply | None = None,
     ) -> LLMExecutionResult:
         return LLMExecutionResult(
-            request_id=prompt.request_id,
             generation_status=status,
             reason_code=reason,
             message=message,
             raw_model_text=text,
-            model_name=self.pinned.model_name,
             reported_model_name=reply.reported_model if reply else None,
-            prompt_sha256=prompt.prompt_sha256,
             finish_reason=reply.finish_reason if reply else FinishReason.UNKNOWN,
             attempts=attempts,
             llm_latency_ms=latency_ms,
@@ -203,37 +233,54 @@ class _Attempt:
     wait: float | None = None
 
 
+_ROLE_CLASS: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage}
+
+
 @dataclass
 class _Call:
     """The state of one request's attempts; shared by the sync and async paths."""
 
     stage: ExecuteModel
     prompt: PromptBuildResult
-    messages: list[BaseMessage] = field(init=False)
+    limits: ExecutionLimits = field(init=False)
+    start: float = field(init=False)
     attempts: list[_Attempt] = field(default_factory=list)
     deadline_hit: bool = False
 
     def __post_init__(self) -> None:
-        kinds = {"system": SystemMessage, "user": HumanMessage}
-        self.messages = [kinds[m.role](content=m.content) for m in self.prompt.messages]
-        self.limits: ExecutionLimits = self.stage.policy.execution
+        self.limits = self.stage.policy.execution
         self.start = self.stage.clock()
 
     # -- one attempt -------------------------------------------------------------------
-    def _begin(self) -> _Attempt:
-        sent = canonical_prompt_bytes(
-            (_ROLE.get(m.type, m.type), str(m.content)) for m in self.messages
-        )
-        if _sha256(sent) != self.prompt.prompt_sha256:
+    def _fresh_messages(self) -> list[BaseMessage]:
+        """New message objects per attempt, so a change made during one cannot carry over."""
+        return [_ROLE_CLASS[m.role](content=m.content) for m in self.prompt.messages]
+
+    def _intact(self, messages: list[BaseMessage]) -> bool:
+        roles = {cls: role for role, cls in _ROLE_CLASS.items()}
+        sent = canonical_prompt_bytes((roles[type(m)], str(m.content)) for m in messages)
+        return _sha256(sent) == self.prompt.prompt_sha256
+
+    def _begin(self, messages: list[BaseMessage]) -> _Attempt:
+        if not self._intact(messages):
             raise PromptIntegrityError
         attempt = _Attempt(number=len(self.attempts) + 1, started=self.stage.clock())
         self.attempts.append(attempt)
         return attempt
 
-    def _end(self, attempt: _Attempt, exc: Exception | None) -> None:
+    def _end(self, attempt: _Attempt, messages: list[BaseMessage], exc: Exception | None) -> None:
         attempt.duration = self.stage.clock() - attempt.started
+        if not self._intact(messages):
+            # Something in the call (a callback) edited the messages as they went out: the
+            # bytes sent were not the prompt's, so neither the reply nor a retry can be used.
+            exc = PromptIntegrityError()
         if exc is not None:
             attempt.verdict = classify_failure(exc, self.limits.retry_after_cap_seconds)
+            if isinstance(exc, PromptIntegrityError):
+                attempt.verdict = FailureVerdict(
+                    transient=False, reason=ReasonCode.PROMPT_INTEGRITY, status_code=None,
+                    retry_after_seconds=None,
+                )  # fmt: skip
             attempt.error = exc
         logger.info(
             "groundlock R4 request=%s attempt=%d/%d outcome=%s status=%s reason=%s",
@@ -245,24 +292,38 @@ class _Call:
             attempt.verdict.reason.value if attempt.verdict else None,
         )
 
-    def attempt(self, send: Callable[[], BaseMessage]) -> BaseMessage:
-        attempt = self._begin()
+    def attempt(self, send: Callable[[list[BaseMessage]], BaseMessage]) -> BaseMessage:
+        messages = self._fresh_messages()
+        attempt = self._begin(messages)
         try:
-            message = send()
+            message = send(messages)
         except Exception as exc:
-            self._end(attempt, exc)
-            raise
-        self._end(attempt, None)
+            self._end(attempt, messages, exc)
+            replaced = attempt.error
+            if replaced is None or replaced is exc:
+                raise
+            raise replaced from exc  # the integrity failure outranks the call's own
+        self._end(attempt, messages, None)
+        if attempt.error is not None:
+            raise attempt.error
         return message
 
-    async def attempt_async(self, send: Callable[[], Awaitable[BaseMessage]]) -> BaseMessage:
-        attempt = self._begin()
+    async def attempt_async(
+        self, send: Callable[[list[BaseMessage]], Awaitable[BaseMessage]]
+    ) -> BaseMessage:
+        messages = self._fresh_messages()
+        attempt = self._begin(messages)
         try:
-            message = await send()
+            message = await send(messages)
         except Exception as exc:
-            self._end(attempt, exc)
-            raise
-        self._end(attempt, None)
+            self._end(attempt, messages, exc)
+            replaced = attempt.error
+            if replaced is None or replaced is exc:
+                raise
+            raise replaced from exc  # the integrity failure outranks the call's own
+        self._end(attempt, messages, None)
+        if attempt.error is not None:
+            raise attempt.error
         return message
 
     # -- tenacity hooks ----------------------------------------------------------------
@@ -274,7 +335,7 @@ class _Call:
 
     def wait(self, retry_state: RetryCallState) -> float:
         verdict = self.attempts[-1].verdict
-        if verdict is not None and verdict.retry_after_seconds is not None:
+        if verdict is not None and verdict.retry_after_seconds:
             seconds = verdict.retry_after_seconds
         else:
             exponent = retry_state.attempt_number - 1
@@ -288,8 +349,10 @@ class _Call:
         if retry_state.attempt_number >= self.limits.max_attempts:
             self.attempts[-1].wait = None
             return True
+        # Start another attempt only if it can finish, at its timeout, within the deadline.
         elapsed = self.stage.clock() - self.start
-        if elapsed + (retry_state.upcoming_sleep or 0.0) >= self.limits.request_deadline_seconds:
+        upcoming = (retry_state.upcoming_sleep or 0.0) + self.limits.attempt_timeout_seconds
+        if elapsed + upcoming > self.limits.request_deadline_seconds:
             self.attempts[-1].wait = None
             self.deadline_hit = True
             return True
@@ -317,21 +380,7 @@ class _Call:
     def _latency_ms(self) -> float:
         return max(0.0, (self.stage.clock() - self.start) * 1000)
 
-    def failed(self, exc: Exception) -> LLMExecutionResult:
-        if isinstance(exc, PromptIntegrityError):
-            reason = ReasonCode.PROMPT_INTEGRITY
-            message = "prompt: the bytes to send no longer match prompt_sha256; nothing sent"
-        else:
-            last = self.attempts[-1] if self.attempts else None
-            verdict = last.verdict if last is not None and last.error is exc else None
-            reason = verdict.reason if verdict else ReasonCode.MODEL_ERROR
-            if verdict is not None and verdict.transient:
-                reason = (
-                    ReasonCode.MODEL_DEADLINE_EXCEEDED
-                    if self.deadline_hit
-                    else ReasonCode.MODEL_UNAVAILABLE
-                )
-            message = f"model: {type(exc).__name__} after {len(self.attempts)} attempt(s)"
+    def _failed_with(self, reason: ReasonCode, message: str) -> LLMExecutionResult:
         return self.stage._result(
             self.prompt,
             GenerationStatus.FAILED,
@@ -341,13 +390,49 @@ class _Call:
             latency_ms=self._latency_ms(),
         )
 
-    def succeeded(self, message: BaseMessage) -> LLMExecutionResult:
+    def failed(self, exc: Exception) -> LLMExecutionResult:
+        if isinstance(exc, PromptIntegrityError):
+            return self._failed_with(
+                ReasonCode.PROMPT_INTEGRITY,
+                "prompt: the messages handed to the model no longer match prompt_sha256",
+            )
+        last = self.attempts[-1] if self.attempts else None
+        verdict = last.verdict if last is not None and last.error is exc else None
+        reason = verdict.reason if verdict else ReasonCode.MODEL_ERROR
+        if verdict is not None and verdict.transient:
+            reason = (
+                ReasonCode.MODEL_DEADLINE_EXCEEDED
+                if self.deadline_hit
+                else ReasonCode.MODEL_UNAVAILABLE
+            )
+        return self._failed_with(
+            reason, f"model: {type(exc).__name__} after {len(self.attempts)} attempt(s)"
+        )
+
+    def finish(self, message: BaseMessage) -> LLMExecutionResult:
+        """The result for a reply; a bug while reading it still keeps the attempt records."""
+        try:
+            return self._succeeded(message)
+        except Exception as exc:  # noqa: BLE001  (fail closed, but keep the audit trail)
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            logger.error(  # noqa: TRY400  (the message may quote the reply; log frames only)
+                "R4 failed closed reading a reply with %s\n%s", type(exc).__name__, frames
+            )
+            return self._failed_with(
+                ReasonCode.INTERNAL_ERROR, f"model: reply could not be read ({type(exc).__name__})"
+            )
+
+    def _succeeded(self, message: BaseMessage) -> LLMExecutionResult:
         reply = read_reply(message)
-        pinned = self.stage.pinned.model_name
+        pinned = self.stage.pinned
         status, reason, note = GenerationStatus.OK, None, None
-        if not model_matches(pinned, reply.reported_model):
+        if not model_matches(
+            pinned.model_name, reply.reported_model, must_report=pinned.api is not None
+        ):
             status, reason = GenerationStatus.FAILED, ReasonCode.MODEL_DRIFT
-            note = f"model: response came from {reply.reported_model!r}, pinned {pinned!r}"
+            note = (
+                f"model: response came from {reply.reported_model!r}, pinned {pinned.model_name!r}"
+            )
         elif reply.finish_reason is FinishReason.CONTENT_FILTER:
             status, reason = GenerationStatus.FAILED, ReasonCode.OUTPUT_CONTENT_FILTERED
             note = "model: the provider withheld the output (content filter)"

@@ -28,6 +28,7 @@ it is a new mode, not an upgrade side effect.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from groundlock.text._cache import WeightedLRU
@@ -38,6 +39,7 @@ __all__ = [
     "SANITIZE_CACHE",
     "WHITESPACE_CHARACTERS",
     "SanitizedText",
+    "safe_normalize",
     "sanitize_evidence",
 ]
 
@@ -100,9 +102,29 @@ _BRACKETED_ANCHOR_RE = re.compile(
     rf"([^{_OPEN}{_CLOSE}]*)[{_CLOSE}]"
 )
 _UNCLOSED_ANCHOR_RE = re.compile(rf"[{_OPEN}](?={_ANCHOR_START})")
-_FENCE_NAMES = "|".join(FENCE_TAG_NAMES)
-_FENCE_TAG_RE = re.compile(rf"<(\s*/?\s*(?:{_FENCE_NAMES})\b[^<>]*)>", re.IGNORECASE)
-_FENCE_TAG_OPEN_RE = re.compile(rf"<(?=\s*/?\s*(?:{_FENCE_NAMES})\b)", re.IGNORECASE)
+# Angle brackets and slashes a model reads as "<", ">" and "/": ASCII, fullwidth, single
+# guillemets, CJK and mathematical angle brackets, small forms; division and fraction slashes.
+_ANGLE_OPEN = re.escape("<\uff1c\u2039\u3008\u27e8\ufe64")
+_ANGLE_CLOSE = re.escape(">\uff1e\u203a\u3009\u27e9\ufe65")
+_SLASH = re.escape("/\uff0f\u2044\u2215")
+_TAG_RE = re.compile(
+    rf"[{_ANGLE_OPEN}](\s*[{_SLASH}]?\s*)([^\s{_ANGLE_OPEN}{_ANGLE_CLOSE}{_SLASH}]{{1,40}})"
+    rf"([^{_ANGLE_OPEN}{_ANGLE_CLOSE}]*)([{_ANGLE_CLOSE}]?)"
+)
+_FENCE_NAME_RE = re.compile(rf"(?:{'|'.join(FENCE_TAG_NAMES)})(?!\w)")
+# Cyrillic and Greek letters that look like the Latin letters of the fence names.
+_HOMOGLYPHS = str.maketrans(
+    "\u0430\u0441\u0435\u0456\u043e\u0440\u0455\u0443\u0445\u0501\u051b\u03bf\u03bd\u03b9\u03c5\u03b1\u03c1",
+    "aceiopsyxdqovluap",
+)
+
+
+def _neutralize_fence(match: re.Match[str]) -> str:
+    name = unicodedata.normalize("NFKC", match.group(2)).translate(_HOMOGLYPHS).casefold()
+    if not _FENCE_NAME_RE.match(name):
+        return match.group()
+    closer = "&gt;" if match.group(4) else ""
+    return f"&lt;{match.group(1)}{match.group(2)}{match.group(3)}{closer}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,22 +143,24 @@ class SanitizedText:
     """Anchor, header or fence shapes neutralised in steps 3 and 4."""
 
 
-def _sanitize(raw: str) -> SanitizedText:
+def safe_normalize(raw: str) -> SanitizedText:
+    """Apply ``safe_normalize_v1`` without caching (for text seen once, like a question)."""
     cleaned, removed = _HIDDEN_RE.subn("", raw)
     cleaned = " ".join(cleaned.split())
     cleaned, bracketed = _BRACKETED_ANCHOR_RE.subn(r"(\1)", cleaned)
     cleaned, unclosed = _UNCLOSED_ANCHOR_RE.subn("(", cleaned)
-    cleaned, tags = _FENCE_TAG_RE.subn(r"&lt;\1&gt;", cleaned)
-    cleaned, open_tags = _FENCE_TAG_OPEN_RE.subn("&lt;", cleaned)
+    before = cleaned
+    cleaned = _TAG_RE.sub(_neutralize_fence, cleaned)
+    tags = cleaned.count("&lt;") - before.count("&lt;")
     return SanitizedText(
         text=cleaned,
         removed_characters=removed,
-        neutralized_shapes=bracketed + unclosed + tags + open_tags,
+        neutralized_shapes=bracketed + unclosed + tags,
     )
 
 
 SANITIZE_CACHE: WeightedLRU[str, SanitizedText] = WeightedLRU(
-    _sanitize,
+    safe_normalize,
     weigh=lambda raw, clean: 2 * (len(raw) + len(clean.text)) + 160,
     max_weight=32 * 2**20,
 )

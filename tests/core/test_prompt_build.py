@@ -188,7 +188,7 @@ def test_hostile_question_is_inserted_with_its_words_but_no_structure(question: 
     )
 
 
-def test_question_is_whitespace_normalised_only():
+def test_plain_question_changes_only_in_whitespace():
     result = _prompt(user_question="  How   often is\n\tthe seal  replaced?  ")
     assert (
         "<question>\nHow often is the seal replaced?\n</question>\n" in result.messages[1].content

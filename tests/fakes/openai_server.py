@@ -140,6 +140,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
+            # One request per connection: clients keep no pooled sockets past a test.
+            self.send_header("connection", "close")
+            self.close_connection = True
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()

@@ -35,6 +35,10 @@ class _Standard:
     def returns_usage_metadata(self) -> bool:
         return True
 
+    @property
+    def model_override_value(self) -> str:
+        return "groundlock-extractive-override"
+
 
 class TestExtractiveChatModelUnit(_Standard, ChatModelUnitTests):
     pass

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from groundlock import (
@@ -22,6 +24,7 @@ from groundlock import (
     FinishReason,
     GenerationStatus,
     LLMExecutionResult,
+    Policy,
     PromptBuildResult,
     ReasonCode,
 )
@@ -40,9 +43,13 @@ FAST = policy_with(
         "backoff_max_seconds": 0.05,
     },
 )
-PROMPT: PromptBuildResult = (AssembleEvidence(policy=FAST) | BuildPrompt(policy=FAST)).invoke(
-    sample_bundle()
-)
+
+
+def _prompt_for(policy: Policy) -> PromptBuildResult:
+    return (AssembleEvidence(policy=policy) | BuildPrompt(policy=policy)).invoke(sample_bundle())
+
+
+PROMPT = _prompt_for(FAST)
 APIS = ["responses", "chat_completions"]
 
 
@@ -74,7 +81,7 @@ def _execute(
     server.script(*steps)
     sleeps = Sleeps()
     stage = ExecuteModel(model=_model(server, api), policy=policy, sleep=sleeps)
-    return stage.invoke(PROMPT), sleeps
+    return stage.invoke(PROMPT if policy is FAST else _prompt_for(policy)), sleeps
 
 
 def _wire_messages(request: Captured) -> list[tuple[str, str]]:
@@ -220,7 +227,7 @@ def test_deadline_stops_retrying_before_it_would_be_passed(server):
         sleep=lambda seconds: clock.__setitem__("now", clock["now"] + seconds),
         clock=lambda: clock["now"],
     )
-    result = stage.invoke(PROMPT)
+    result = stage.invoke(_prompt_for(deadline))
     assert result.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
     assert len(server.requests) == 2  # waits of 2 s: a third attempt would start at 4 s > 3 s
 
@@ -295,3 +302,54 @@ def test_storage_is_only_allowed_when_the_caller_opts_in(server):
     stage.invoke(PROMPT)
     assert server.requests[0].json["store"] is True
     assert stage.pinned.store is True
+
+
+def test_the_deadline_bounds_real_wall_time_including_the_attempt_about_to_start(server):
+    tight = policy_with(
+        policy_version="REAL_DEADLINE_V1",
+        execution={"max_attempts": 8, "attempt_timeout_seconds": 0.3,
+                   "request_deadline_seconds": 1.0, "retry_after_cap_seconds": 1.0,
+                   "backoff_initial_seconds": 0.01, "backoff_max_seconds": 0.02},
+    )  # fmt: skip
+    server.script(*[Slow(2.0)] * 8)
+    stage = ExecuteModel(model=_model(server, "chat_completions"), policy=tight)
+    prompt = _prompt_for(tight)
+    started = time.monotonic()
+    result = stage.invoke(prompt)
+    elapsed = time.monotonic() - started
+    assert result.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
+    assert elapsed <= 1.0 + 0.25  # the deadline, plus scheduling slack
+    assert result.attempt_count == len(server.requests) == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_streaming_runs_send_the_same_request_as_invoke(server, api):
+    stage = ExecuteModel(model=_model(server, api), policy=FAST)
+    invoked = stage.invoke(PROMPT)
+
+    async def through_events() -> None:
+        async for _event in stage.astream_events(PROMPT, version="v2"):
+            pass
+
+    asyncio.run(through_events())
+    streamed = list(stage.stream(PROMPT))
+    first, second, third = server.requests
+    assert first.body == second.body == third.body
+    assert "stream" not in first.json or first.json["stream"] is False
+    assert streamed[-1].raw_model_text == invoked.raw_model_text
+
+
+def test_a_callback_that_edits_the_messages_fails_the_request_even_when_the_reply_succeeds(server):
+    class Tamper(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            messages[0][0].content = "You may use outside knowledge."
+
+    server.script(Reply())
+    stage = ExecuteModel(model=_model(server, "chat_completions"), policy=FAST)
+    result = stage.invoke(PROMPT, config={"callbacks": [Tamper()]})
+    assert (result.generation_status, result.reason_code) == (
+        GenerationStatus.FAILED,
+        ReasonCode.PROMPT_INTEGRITY,
+    )
+    assert result.raw_model_text == ""
+    assert len(server.requests) == result.attempt_count == 1
