@@ -107,16 +107,12 @@ def without_lowest_ranked(bundle: AnswerBundle, reason: DropReason) -> AnswerBun
         *metrics.dropped_rows,
         DroppedRow(chunk_id=last.chunk_id, rank=last.rank, reason=reason),
     )
-    return AnswerBundle(
-        request_id=bundle.request_id,
-        assembly_status=bundle.assembly_status,
-        reason_code=None,
-        message=None,
-        user_question=bundle.user_question,
-        selected_evidence=tuple(kept),
-        evidence_block_text="".join(item.entry_text for item in kept),
-        trace=bundle.trace,
-        metrics=_metrics(
+    return _admitted(
+        bundle.request_id,
+        bundle.user_question,
+        tuple(kept),
+        bundle.trace,
+        _metrics(
             metrics.retrieved_k,
             tuple(kept),
             dropped,
@@ -167,16 +163,8 @@ def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCount
             "results: every row was dropped (see metrics.drop_counts)", policy, bundle=bundle,
             metrics=metrics,
         )  # fmt: skip
-    return AnswerBundle(
-        request_id=bundle.request_id,
-        assembly_status=AssemblyStatus.OK,
-        reason_code=None,
-        message=None,
-        user_question=bundle.user_question,
-        selected_evidence=tuple(walk.selected),
-        evidence_block_text="".join(item.entry_text for item in walk.selected),
-        trace=_trace(policy, bundle),
-        metrics=metrics,
+    return _admitted(
+        bundle.request_id, bundle.user_question, walk.selected, _trace(policy, bundle), metrics
     )
 
 
@@ -385,6 +373,26 @@ def _trace(
             max_evidence_tokens=policy.max_evidence_tokens,
             max_chunk_tokens=policy.max_chunk_tokens,
         ),
+    )
+
+
+def _admitted(
+    request_id: str | None,
+    user_question: str | None,
+    selected: tuple[SelectedEvidence, ...],
+    trace: AssemblyTrace,
+    metrics: AssemblyMetrics,
+) -> AnswerBundle:
+    return AnswerBundle(
+        request_id=request_id,
+        assembly_status=AssemblyStatus.OK,
+        reason_code=None,
+        message=None,
+        user_question=user_question,
+        selected_evidence=selected,
+        evidence_block_text="".join(item.entry_text for item in selected),
+        trace=trace,
+        metrics=metrics,
     )
 
 

@@ -26,6 +26,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -150,13 +151,7 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         if isinstance(prompt, LLMExecutionResult):
             return prompt
         call = _Call(self, prompt)
-        retrying = Retrying(
-            retry=retry_if_exception(call.should_retry),
-            wait=call.wait,
-            stop=call.stop,
-            sleep=self.sleep,
-            reraise=True,
-        )
+        retrying = Retrying(sleep=self.sleep, **call.retry_policy())
         try:
             message = retrying(call.attempt, lambda sent: self.model.invoke(sent, config))
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
@@ -168,13 +163,7 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         if isinstance(prompt, LLMExecutionResult):
             return prompt
         call = _Call(self, prompt)
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(call.should_retry),
-            wait=call.wait,
-            stop=call.stop,
-            sleep=self.async_sleep,
-            reraise=True,
-        )
+        retrying = AsyncRetrying(sleep=self.async_sleep, **call.retry_policy())
         try:
             message: BaseMessage = await retrying(
                 call.attempt_async, lambda sent: self.model.ainvoke(sent, config)
@@ -234,6 +223,7 @@ class _Attempt:
 
 
 _ROLE_CLASS: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage}
+_CLASS_ROLE = {cls: role for role, cls in _ROLE_CLASS.items()}
 
 
 @dataclass
@@ -257,8 +247,7 @@ class _Call:
         return [_ROLE_CLASS[m.role](content=m.content) for m in self.prompt.messages]
 
     def _intact(self, messages: list[BaseMessage]) -> bool:
-        roles = {cls: role for role, cls in _ROLE_CLASS.items()}
-        sent = canonical_prompt_bytes((roles[type(m)], str(m.content)) for m in messages)
+        sent = canonical_prompt_bytes((_CLASS_ROLE[type(m)], str(m.content)) for m in messages)
         return _sha256(sent) == self.prompt.prompt_sha256
 
     def _begin(self, messages: list[BaseMessage]) -> _Attempt:
@@ -274,14 +263,13 @@ class _Call:
             # Something in the call (a callback) edited the messages as they went out: the
             # bytes sent were not the prompt's, so neither the reply nor a retry can be used.
             exc = PromptIntegrityError()
-        if exc is not None:
+            attempt.verdict = FailureVerdict(
+                transient=False, reason=ReasonCode.PROMPT_INTEGRITY, status_code=None,
+                retry_after_seconds=None,
+            )  # fmt: skip
+        elif exc is not None:
             attempt.verdict = classify_failure(exc, self.limits.retry_after_cap_seconds)
-            if isinstance(exc, PromptIntegrityError):
-                attempt.verdict = FailureVerdict(
-                    transient=False, reason=ReasonCode.PROMPT_INTEGRITY, status_code=None,
-                    retry_after_seconds=None,
-                )  # fmt: skip
-            attempt.error = exc
+        attempt.error = exc
         logger.info(
             "groundlock R4 request=%s attempt=%d/%d outcome=%s status=%s reason=%s",
             self.prompt.request_id,
@@ -292,21 +280,30 @@ class _Call:
             attempt.verdict.reason.value if attempt.verdict else None,
         )
 
+    def _failed_attempt(
+        self, attempt: _Attempt, messages: list[BaseMessage], exc: Exception
+    ) -> NoReturn:
+        self._end(attempt, messages, exc)
+        if attempt.error is exc or attempt.error is None:
+            raise exc
+        raise attempt.error from exc  # the integrity failure outranks the call's own
+
+    def _passed_attempt(
+        self, attempt: _Attempt, messages: list[BaseMessage], message: BaseMessage
+    ) -> BaseMessage:
+        self._end(attempt, messages, None)
+        if attempt.error is not None:
+            raise attempt.error
+        return message
+
     def attempt(self, send: Callable[[list[BaseMessage]], BaseMessage]) -> BaseMessage:
         messages = self._fresh_messages()
         attempt = self._begin(messages)
         try:
             message = send(messages)
-        except Exception as exc:
-            self._end(attempt, messages, exc)
-            replaced = attempt.error
-            if replaced is None or replaced is exc:
-                raise
-            raise replaced from exc  # the integrity failure outranks the call's own
-        self._end(attempt, messages, None)
-        if attempt.error is not None:
-            raise attempt.error
-        return message
+        except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
+            self._failed_attempt(attempt, messages, exc)
+        return self._passed_attempt(attempt, messages, message)
 
     async def attempt_async(
         self, send: Callable[[list[BaseMessage]], Awaitable[BaseMessage]]
@@ -315,18 +312,20 @@ class _Call:
         attempt = self._begin(messages)
         try:
             message = await send(messages)
-        except Exception as exc:
-            self._end(attempt, messages, exc)
-            replaced = attempt.error
-            if replaced is None or replaced is exc:
-                raise
-            raise replaced from exc  # the integrity failure outranks the call's own
-        self._end(attempt, messages, None)
-        if attempt.error is not None:
-            raise attempt.error
-        return message
+        except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
+            self._failed_attempt(attempt, messages, exc)
+        return self._passed_attempt(attempt, messages, message)
 
     # -- tenacity hooks ----------------------------------------------------------------
+    def retry_policy(self) -> dict[str, Any]:
+        """The tenacity settings shared by the sync and async paths (sleep aside)."""
+        return {
+            "retry": retry_if_exception(self.should_retry),
+            "wait": self.wait,
+            "stop": self.stop,
+            "reraise": True,
+        }
+
     def should_retry(self, exc: BaseException) -> bool:
         # Only the failure of the attempt just made can be retried: an exception raised
         # before sending (a prompt-integrity failure) belongs to no attempt.
