@@ -76,23 +76,21 @@ def build_prompt(
 
     question = safe_normalize(bundle.user_question or "").text  # unique per request: not cached
     if not question:
-        return _without_prompt(
+        return _failed(
             bundle,
             policy,
             template,
-            status=BuildStatus.FAILED,
-            reason=ReasonCode.INPUT_SCHEMA_INVALID,
-            message="user_question: nothing visible remains after normalisation",
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            "user_question: nothing visible remains after normalisation",
         )
     question_tokens = counter.count(question + "\n")
     if question_tokens > policy.max_question_tokens:
-        return _without_prompt(
+        return _failed(
             bundle,
             policy,
             template,
-            status=BuildStatus.FAILED,
-            reason=ReasonCode.PROMPT_BUDGET_EXCEEDED,
-            message=f"user_question: {question_tokens} tokens exceed max_question_tokens "
+            ReasonCode.PROMPT_BUDGET_EXCEEDED,
+            f"user_question: {question_tokens} tokens exceed max_question_tokens "
             f"({policy.max_question_tokens})",
         )
 
@@ -107,13 +105,12 @@ def build_prompt(
         if tokens.total_prompt_tokens <= policy.max_total_prompt_tokens:
             break
         if len(bundle.selected_evidence) == 1:
-            return _without_prompt(
+            return _failed(
                 bundle,
                 policy,
                 template,
-                status=BuildStatus.FAILED,
-                reason=ReasonCode.PROMPT_BUDGET_EXCEEDED,
-                message=f"prompt: {tokens.total_prompt_tokens} tokens with one evidence entry "
+                ReasonCode.PROMPT_BUDGET_EXCEEDED,
+                f"prompt: {tokens.total_prompt_tokens} tokens with one evidence entry "
                 f"exceed max_total_prompt_tokens ({policy.max_total_prompt_tokens})",
                 pruned=pruned,
             )
@@ -183,13 +180,12 @@ def failed_prompt(
         if isinstance(payload, AnswerBundle)
         else failed_bundle(payload, policy, reason, message)
     )
-    return _without_prompt(
+    return _failed(
         bundle,
         policy,
         load_template(policy.prompt_template),
-        status=BuildStatus.FAILED,
-        reason=reason,
-        message=message,
+        reason,
+        message,
     )
 
 
@@ -215,6 +211,26 @@ def _messages(template: PromptTemplate, values: dict[str, str]) -> tuple[PromptM
     return (
         PromptMessage(role="system", content="".join(contents["system"])),
         PromptMessage(role="user", content="".join(contents["user"])),
+    )
+
+
+def _failed(
+    bundle: AnswerBundle,
+    policy: Policy,
+    template: PromptTemplate,
+    reason: ReasonCode,
+    message: str,
+    *,
+    pruned: int = 0,
+) -> PromptBuildResult:
+    return _without_prompt(
+        bundle,
+        policy,
+        template,
+        status=BuildStatus.FAILED,
+        reason=reason,
+        message=message,
+        pruned=pruned,
     )
 
 
