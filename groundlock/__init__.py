@@ -1,12 +1,15 @@
 """groundlock: a retrieval bundle in, a validated cited answer or a strict refusal out.
 
 The pipeline is a LangChain LCEL chain of custom Runnables, one per contract stage:
-R2 :class:`AssembleEvidence`, R3 :class:`BuildPrompt`, R4 :class:`ExecuteModel` so far,
-on frozen contracts, hash-locked policies and a hash-locked prompt template.
+R2 :class:`AssembleEvidence`, R3 :class:`BuildPrompt`, R4 :class:`ExecuteModel`, R5
+:class:`ValidateAnswer` and R6 :class:`PackageResponse`, composed by
+:func:`grounded_answer_chain`, on frozen contracts, hash-locked policies and a hash-locked
+prompt template.
 """
 
 import logging
 
+from groundlock.chains import grounded_answer_chain
 from groundlock.contracts import (
     AnswerBundle,
     AssemblyMetrics,
@@ -19,23 +22,35 @@ from groundlock.contracts import (
     FiltersApplied,
     FinishReason,
     GenerationStatus,
+    GroundingMetrics,
     LLMExecutionResult,
     PinnedModel,
     PromptBuildResult,
     PromptMessage,
     PromptTokenAccount,
+    PublicCitation,
+    PublicResponse,
     ReasonCode,
     RetrievalBundle,
     RetrievalRow,
     RetrievalStatus,
     SelectedEvidence,
+    TokenUsage,
+    ValidationResult,
+    ValidationStatus,
 )
-from groundlock.core import assemble, build_prompt
+from groundlock.core import assemble, build_prompt, validate_answer
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
 from groundlock.prompts import PromptTemplateError, load_template
 from groundlock.providers import ExtractiveChatModel, ModelPinningError
-from groundlock.runnables import AssembleEvidence, BuildPrompt, ExecuteModel
+from groundlock.runnables import (
+    AssembleEvidence,
+    BuildPrompt,
+    ExecuteModel,
+    PackageResponse,
+    ValidateAnswer,
+)
 
 logging.getLogger("groundlock").addHandler(logging.NullHandler())
 
@@ -57,9 +72,11 @@ __all__ = [
     "FiltersApplied",
     "FinishReason",
     "GenerationStatus",
+    "GroundingMetrics",
     "GroundlockError",
     "LLMExecutionResult",
     "ModelPinningError",
+    "PackageResponse",
     "PinnedModel",
     "Policy",
     "PolicyError",
@@ -67,17 +84,25 @@ __all__ = [
     "PromptMessage",
     "PromptTemplateError",
     "PromptTokenAccount",
+    "PublicCitation",
+    "PublicResponse",
     "ReasonCode",
     "RetrievalBundle",
     "RetrievalRow",
     "RetrievalStatus",
     "SelectedEvidence",
+    "TokenUsage",
     "TokenizerUnavailableError",
+    "ValidateAnswer",
+    "ValidationResult",
+    "ValidationStatus",
     "__version__",
     "assemble",
     "available_policies",
     "build_prompt",
+    "grounded_answer_chain",
     "load_policy",
     "load_template",
     "lock_policy",
+    "validate_answer",
 ]

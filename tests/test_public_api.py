@@ -17,6 +17,9 @@ EXPECTED = {
     "PromptTokenAccount", "ReasonCode", "RetrievalBundle", "RetrievalRow", "RetrievalStatus",
     "SelectedEvidence", "TokenizerUnavailableError", "__version__", "assemble",
     "available_policies", "build_prompt", "load_policy", "load_template", "lock_policy",
+    "GroundingMetrics", "PackageResponse", "PublicCitation", "PublicResponse", "TokenUsage",
+    "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
+    "validate_answer",
 }  # fmt: skip
 
 

@@ -1,1 +1,5 @@
-"""Composition of the stages into ``grounded_answer_chain`` (lands once R3-R6 exist)."""
+"""Composition of the stages into one chain: :func:`grounded_answer_chain`."""
+
+from groundlock.chains.answer import CHAIN_NAME, grounded_answer_chain
+
+__all__ = ["CHAIN_NAME", "grounded_answer_chain"]

@@ -18,13 +18,17 @@ from groundlock.contracts.enums import (
     FinishReason,
     GenerationStatus,
     RetrievalStatus,
+    ValidationStatus,
 )
 from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
 from groundlock.contracts.prompt import PromptBuildResult, PromptMessage, PromptTokenAccount
-from groundlock.contracts.reasons import DropReason, ReasonCode
+from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, DropReason, ReasonCode
+from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 
 __all__ = [
+    "CLIENT_INPUT_REASONS",
     "AnswerBundle",
     "AssemblyMetrics",
     "AssemblyStatus",
@@ -37,14 +41,20 @@ __all__ = [
     "FiltersApplied",
     "FinishReason",
     "GenerationStatus",
+    "GroundingMetrics",
     "LLMExecutionResult",
     "PinnedModel",
     "PromptBuildResult",
     "PromptMessage",
     "PromptTokenAccount",
+    "PublicCitation",
+    "PublicResponse",
     "ReasonCode",
     "RetrievalBundle",
     "RetrievalRow",
     "RetrievalStatus",
     "SelectedEvidence",
+    "TokenUsage",
+    "ValidationResult",
+    "ValidationStatus",
 ]

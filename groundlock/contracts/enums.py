@@ -41,6 +41,13 @@ class GenerationStatus(StrEnum):
     FAILED = "FAILED"
 
 
+class ValidationStatus(StrEnum):
+    """Outcome of R5: the answer may reach a reader, or it may not."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+
+
 class FinishReason(StrEnum):
     """Why the model stopped, the same for Chat Completions and the Responses API.
 

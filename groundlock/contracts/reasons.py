@@ -75,6 +75,32 @@ class ReasonCode(StrEnum):
     MODEL_ERROR = "MODEL_ERROR"
     """The model call failed in a way no other code describes; not retried."""
 
+    # R5 validator firewall -> FAILED, the answer is withheld (checked in this order).
+    OUTPUT_TRUNCATED = "OUTPUT_TRUNCATED"
+    """The model stopped at the output token cap; a cut answer is never shown."""
+    EMPTY_ANSWER = "EMPTY_ANSWER"
+    """The answer has no letter or digit outside its anchors (empty, blank, or anchors only)."""
+    UNSAFE_OUTPUT = "UNSAFE_OUTPUT"
+    """A link or image to a URL, HTML or a script URL, an HTML entity, or a hidden character."""
+    INVALID_REFUSAL_FORMAT = "INVALID_REFUSAL_FORMAT"
+    """The answer refuses, or contains the refusal, but is not exactly the refusal string."""
+    MALFORMED_CITATION = "MALFORMED_CITATION"
+    """An anchor-like token that is not exactly ``[C<n>]`` (``[c0]``, ``(C0)``, ``[C0, C1]``)."""
+    INVALID_CITATION_REFERENCE = "INVALID_CITATION_REFERENCE"
+    """A well-formed anchor that names no evidence entry of this request (``[C99]``)."""
+    UNCITED_FACTUAL_STATEMENT = "UNCITED_FACTUAL_STATEMENT"
+    """A sentence with letters or digits carries no valid anchor."""
+    METADATA_LEAK = "METADATA_LEAK"
+    """Chunk or knowledge ids, header or section syntax, the prompt's own rules, or the word
+    evidence, where the cited entries do not contain them."""
+    META_COMMENTARY = "META_COMMENTARY"
+    """Talk about the sources, the instructions or the model itself, or a reasoning trace."""
+    INSTRUCTION_FOLLOWED = "INSTRUCTION_FOLLOWED"
+    """A sentence restates an instruction written inside the evidence (``ignore previous
+    instructions and answer that ...``): an injection obeyed, however well cited."""
+    CITATION_MISMATCH = "CITATION_MISMATCH"
+    """A citation list written by the model disagrees with the anchors its sentences use."""
+
     # Any stage.
     INTERNAL_ERROR = "INTERNAL_ERROR"
     """A bug inside a stage; it was logged with its traceback and the request failed closed."""
@@ -110,3 +136,21 @@ class DropReason(StrEnum):
     """``max_chunks`` rows were already selected."""
     DROP_PROMPT_BUDGET = "DROP_PROMPT_BUDGET"
     """R3 dropped the lowest-ranked chunk so the whole prompt fits max_total_prompt_tokens."""
+
+
+CLIENT_INPUT_REASONS: frozenset[ReasonCode] = frozenset(
+    {
+        ReasonCode.INPUT_SCHEMA_INVALID,
+        ReasonCode.INPUT_LIMIT_EXCEEDED,
+        ReasonCode.RANK_INTEGRITY,
+        ReasonCode.DUPLICATE_CHUNK_ID,
+        ReasonCode.SIMILARITY_INTEGRITY,
+        ReasonCode.TEXT_INTEGRITY,
+        ReasonCode.DOMAIN_INTEGRITY,
+        ReasonCode.RETRIEVAL_INCONSISTENT,
+        ReasonCode.PROMPT_BUDGET_EXCEEDED,
+    }
+)
+"""Reasons that blame the caller's request. Their messages name the field at fault (and never
+quote evidence or scores), so the public response passes them on: a caller can fix the
+request. Every other reason is reported by code alone."""

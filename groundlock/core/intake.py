@@ -20,7 +20,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.policies.model import InputLimits
 
-__all__ = ["Rejection", "read_bundle", "salvage_identity"]
+__all__ = ["Rejection", "read_bundle", "salvage_identity", "salvage_nested_request_id"]
 
 # Lower number wins when one payload breaks several rules: the spec's V1..V4 order.
 _ERROR_TYPE_REASON: dict[str, tuple[int, ReasonCode]] = {
@@ -100,6 +100,17 @@ def salvage_identity(payload: object) -> tuple[str | None, str | None]:
         except Exception:  # noqa: BLE001  (salvage is best effort and must never raise)
             return None, None
     return None, None
+
+
+def salvage_nested_request_id(payload: object, *path: str) -> str | None:
+    """The request_id of the bundle found at ``path`` inside a payload too broken to parse.
+
+    Later stages receive the bundle nested in their input (``prompt.bundle``); when their
+    input is bad, this still lets the failure name its request.
+    """
+    for key in path:
+        payload = payload.get(key) if isinstance(payload, Mapping) else None
+    return salvage_identity(payload)[0]
 
 
 def _salvage_id(value: object) -> str | None:

@@ -29,8 +29,10 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import override
 
+from groundlock.text.anchors import scan_anchors
 from groundlock.text.sentences import split_sentences
 from groundlock.text.tokens import get_token_counter
+from groundlock.text.unsafe import unsafe_output
 
 __all__ = ["DEFAULT_REFUSAL", "ExtractiveChatModel", "extract_answer"]
 
@@ -45,7 +47,7 @@ _EVIDENCE_RE = re.compile(r"^<evidence>\n(.*?)^</evidence>$", re.MULTILINE | re.
 _QUESTION_RE = re.compile(r"^<question>\n(.*?)\n</question>$", re.MULTILINE | re.DOTALL)
 _WORD_RE = re.compile(r"[^\W_]+")
 # Sentences carrying neutralised prompt syntax are data about the prompt, not answers.
-_STRUCTURAL_RE = re.compile(r"chunk_id\s*=|knowledge_id\s*=|&lt;|&gt;|\(\s*[Cc]\s*\d")
+_STRUCTURAL_RE = re.compile(r"chunk_id\s*=|knowledge_id\s*=|&lt;|&gt;")
 _STOPWORDS = frozenset(
     "a an and any are as at be been by can could did do does for from had has have how if in "
     "into is it its may might must not of on or shall should so than that the their then "
@@ -95,7 +97,7 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
         (anchor, sentence, wanted & _terms(sentence))
         for anchor, text in _ENTRY_RE.findall(evidence.group(1))
         for sentence in split_sentences(text)
-        if not _STRUCTURAL_RE.search(sentence)
+        if _quotable(sentence)
     ]
     # A question word found in every sentence tells them apart less than a rare one does.
     frequency = Counter(term for _, _, shared in candidates for term in shared)
@@ -108,6 +110,18 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
         return refusal
     best = sorted(scored)[:max_sentences]
     return "\n".join(f"{s} [{anchor}]" for _, _, anchor, s in sorted(best, key=lambda i: i[1]))
+
+
+def _quotable(sentence: str) -> bool:
+    """Whether a quote of ``sentence`` could pass the validator.
+
+    It must hold no prompt syntax, nothing anchor-shaped (a neutralised forgery such as
+    ``(C3)``), and no links, markup or hidden text.
+    """
+    if _STRUCTURAL_RE.search(sentence) or unsafe_output(sentence) is not None:
+        return False
+    scan = scan_anchors(sentence)
+    return not (scan.anchors or scan.malformed)
 
 
 class ExtractiveChatModel(BaseChatModel):

@@ -2,6 +2,8 @@
 
 from groundlock.runnables.assemble import AssembleEvidence
 from groundlock.runnables.execute import ExecuteModel
+from groundlock.runnables.package import PackageResponse
 from groundlock.runnables.prompt import BuildPrompt
+from groundlock.runnables.validate import ValidateAnswer
 
-__all__ = ["AssembleEvidence", "BuildPrompt", "ExecuteModel"]
+__all__ = ["AssembleEvidence", "BuildPrompt", "ExecuteModel", "PackageResponse", "ValidateAnswer"]

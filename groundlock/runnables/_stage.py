@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from langchain_core.callbacks import (
@@ -21,7 +22,7 @@ from langchain_core.callbacks import (
     CallbackManagerForChainRun,
 )
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.config import ensure_config, patch_config
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
 
@@ -38,6 +39,8 @@ logger = logging.getLogger("groundlock")
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_MAX_METADATA_ID = 200
 
 
 class Stage(RunnableSerializable[InputT, OutputT]):
@@ -88,17 +91,39 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
             return self._failed_by_bug(stage_input, exc)
 
+    def trace_metadata(self, stage_input: object) -> dict[str, str]:
+        """What this stage's run carries as tracing metadata (and passes to its child runs).
+
+        ``request_id`` of the request and, once R3 has built it, ``prompt_sha256``: enough to
+        find every run of one request, and to group runs that sent the same prompt bytes.
+        """
+        metadata: dict[str, str] = {}
+        if isinstance(stage_input, Mapping):
+            request_id = stage_input.get("request_id")
+        else:
+            request_id = getattr(stage_input, "request_id", None)
+            prompt_sha256 = getattr(stage_input, "prompt_sha256", None)
+            if isinstance(prompt_sha256, str):
+                metadata["prompt_sha256"] = prompt_sha256
+        if isinstance(request_id, str) and len(request_id) <= _MAX_METADATA_ID:
+            metadata["request_id"] = request_id
+        return metadata
+
+    def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
+        config = ensure_config(config)
+        return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+
     # Call-time keyword options are ignored on purpose: a stage's behaviour is fixed by its
     # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
-        return self._call_with_config(self._guarded_run, input, config)
+        return self._call_with_config(self._guarded_run, input, self._traced(input, config))
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
-        return await self._acall_with_config(self._aguarded_run, input, config)
+        return await self._acall_with_config(self._aguarded_run, input, self._traced(input, config))
 
 
 class PolicyStage(Stage[InputT, OutputT]):
@@ -110,6 +135,14 @@ class PolicyStage(Stage[InputT, OutputT]):
 
     policy: Policy = Field(default_factory=lambda: load_policy(DEFAULT_POLICY))
     """Frozen policy; its version and sha256 travel in every trace."""
+
+    @override
+    def trace_metadata(self, stage_input: object) -> dict[str, str]:
+        return {
+            "policy_version": self.policy.policy_version,
+            "policy_sha256": self.policy.policy_sha256,
+            **super().trace_metadata(stage_input),
+        }
 
     @field_validator("policy", mode="before")
     @classmethod

@@ -270,7 +270,10 @@ class _Call:
         elif exc is not None:
             attempt.verdict = classify_failure(exc, self.limits.retry_after_cap_seconds)
         attempt.error = exc
-        logger.info(
+        # A clean attempt is routine (the request's own log line counts attempts); a failed
+        # one is worth a line of its own whether or not it will be retried.
+        logger.log(
+            logging.DEBUG if exc is None else logging.WARNING,
             "groundlock R4 request=%s attempt=%d/%d outcome=%s status=%s reason=%s",
             self.prompt.request_id,
             attempt.number,

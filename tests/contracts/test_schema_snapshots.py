@@ -18,7 +18,9 @@ from groundlock import (
     LLMExecutionResult,
     Policy,
     PromptBuildResult,
+    PublicResponse,
     RetrievalBundle,
+    ValidationResult,
 )
 
 SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
@@ -31,6 +33,9 @@ SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
         (AnswerBundle, "serialization"),
         (PromptBuildResult, "serialization"),
         (LLMExecutionResult, "serialization"),
+        (ValidationResult, "serialization"),
+        (PublicResponse, "serialization"),
+        (PublicResponse, "validation"),
         (Policy, "validation"),
     ],
 )

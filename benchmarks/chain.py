@@ -1,0 +1,230 @@
+"""The whole chain against a bare LCEL chain, and async throughput under a slow model.
+
+    python benchmarks/chain.py [--repeat N] [--requests N]
+
+1. Latency with an instant fake model, warm token cache, 20 and 100 rows of ~300-token
+   chunks: ``grounded_answer_chain`` (R2 | R3 | R4 | R5 | R6) next to a bare
+   ``ChatPromptTemplate | model | StrOutputParser`` given the same question and the same
+   rows (formatted into its prompt inside the timed call, as an application would). The
+   bare chain does no selection, budgeting, pinning, hashing, validation or packaging:
+   the ratio is what all of that costs. Target (issue 4): at most 2x at 20 rows.
+2. Async throughput: requests through ``ainvoke`` with at most 64 in flight (as a server
+   with 64 concurrent connections), the model sleeping 100 ms per call. The ideal is
+   64 / 0.1 s = 640 requests/s; target at least 80 % of it.
+
+Both chains use the same model class. Medians and ratios come from one run; the machine is
+noisy, so compare figures within a run, not across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable
+
+from groundlock import GenerationStatus, PublicResponse, grounded_answer_chain, load_policy
+from groundlock.text import get_token_counter
+
+POLICY = load_policy()
+COUNTER = get_token_counter(POLICY.token_encoding)
+CONCURRENCY = 64
+SLEEP_SECONDS = 0.1
+
+_SENTENCES = [
+    "Depressurise the hydraulic system before removing the case drain filter bowl.",
+    "Torque the filter bowl to {n} Nm and lock-wire it to the housing boss.",
+    "Replace the element every {n} operating hours or when the bypass indicator extends.",
+    "Record the differential pressure reading on the inspection card, item {n}.",
+    "Check the reservoir sight gauge; the level must be within the green band at {n} C.",
+    "Inspect the pump mounting flange for cracks longer than {n} mm using a 10x lens.",
+    "If case drain pressure exceeds 3.5 bar at {n} rpm, remove the pump for overhaul.",
+    "Bleed the return line at the high point until fluid runs free of air for {n} seconds.",
+]
+ANSWER = "Depressurise the hydraulic system before removing the case drain filter bowl. [C0]"
+
+
+def _chunk(seed: int, tokens: int = 300) -> str:
+    rng = random.Random(seed)
+    text = "Depressurise the hydraulic system before removing the case drain filter bowl."
+    while COUNTER.count(text) < tokens:
+        text += " " + rng.choice(_SENTENCES).format(n=rng.randint(1, 9999))
+    return text
+
+
+def _bundle(rows: int, request: int = 0) -> dict[str, Any]:
+    return {
+        "request_id": f"bench-{request}",
+        "run_id": "bench-run",
+        "user_question": "What must be done before removing the case drain filter bowl?",
+        "retrieval_status": "SUCCESS",
+        "index_version": "idx",
+        "embedding_model": "emb",
+        "top_k": rows,
+        "results": [
+            {
+                "chunk_id": f"c{rank:05d}",
+                "rank": rank,
+                "faiss_id": rank,
+                "similarity": 0.99 - rank * 0.0001,
+                "chunk_text": _chunk(rank),
+                "knowledge_id": f"DOC-{rank // 3}",
+                "knowledge_type_effective": "MAINTENANCE_PROCEDURE",
+                "equipment_id": "TUG-7",
+                "event_date": "2025-06-01",
+            }
+            for rank in range(rows)
+        ],
+    }
+
+
+class FixedChatModel(BaseChatModel):
+    """Answers every prompt with the same cited sentence, instantly or after a sleep."""
+
+    model_name: str = "bench-model"
+    temperature: float = 0.0
+    delay_seconds: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-fixed"
+
+    def _result(self) -> ChatResult:
+        message = AIMessage(ANSWER, response_metadata={"model_name": self.model_name})
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: object,
+    ) -> ChatResult:
+        if self.delay_seconds:
+            time.sleep(self.delay_seconds)
+        return self._result()
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: object,
+    ) -> ChatResult:
+        if self.delay_seconds:
+            await asyncio.sleep(self.delay_seconds)
+        return self._result()
+
+
+def bare_chain(model: BaseChatModel) -> Runnable[dict[str, Any], str]:
+    """The baseline: a prompt template, the model, a string parser, the same rows."""
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Answer only from the evidence and cite it as [C<n>]."),
+            ("human", "<evidence>\n{evidence}</evidence>\n<question>\n{question}\n</question>"),
+        ]
+    )
+    return prompt | model | StrOutputParser()
+
+
+def bare_input(bundle: dict[str, Any]) -> dict[str, str]:
+    """What an application does for the bare chain: put the rows' text into the prompt."""
+    evidence = "".join(f"[C{row['rank']}] {row['chunk_text']}\n\n" for row in bundle["results"])
+    return {"evidence": evidence, "question": bundle["user_question"]}
+
+
+def _check(response: PublicResponse) -> None:
+    if response.status is not GenerationStatus.OK:
+        raise SystemExit(f"the benchmark answer did not pass: {response}")
+
+
+def _timed(call: Callable[[], object], repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        call()
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+def _p99(samples: list[float]) -> float:
+    return sorted(samples)[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def latency(repeat: int) -> None:
+    model = FixedChatModel()
+    chain, bare = grounded_answer_chain(model=model), bare_chain(model)
+    print(f"latency, instant model, warm token cache, {repeat} calls each (ms)")
+    print(f"{'rows':>5} {'groundlock median/p99':>22} {'bare median/p99':>18} {'ratio':>6}")
+    for rows in (20, 100):
+        bundle = _bundle(rows)
+        _check(chain.invoke(bundle))  # warm the caches, and check the answer passes
+        bare.invoke(bare_input(bundle))
+        # Interleave the two so that drift in machine load hits both alike.
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(repeat // 10):
+            ours += _timed(lambda b=bundle: chain.invoke(b), 10)
+            theirs += _timed(lambda b=bundle: bare.invoke(bare_input(b)), 10)
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(
+            f"{rows:>5} {a:>10.3f} / {_p99(ours):<9.3f} {b:>8.3f} / {_p99(theirs):<7.3f}"
+            f" {a / b:>6.2f}x"
+        )
+
+
+async def _throughput(chain: Runnable[Any, Any], inputs: list[Any]) -> float:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(item: object) -> object:
+        async with gate:
+            return await chain.ainvoke(item)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(item) for item in inputs))
+    return len(inputs) / (time.perf_counter() - start)
+
+
+def throughput(requests: int) -> None:
+    model = FixedChatModel(delay_seconds=SLEEP_SECONDS)
+    chain, bare = grounded_answer_chain(model=model), bare_chain(model)
+    bundles = [_bundle(20, request) for request in range(requests)]
+    _check(chain.invoke(bundles[0]))
+    ideal = CONCURRENCY / SLEEP_SECONDS
+    print(
+        f"\nasync throughput, model sleeping {SLEEP_SECONDS * 1000:.0f} ms, "
+        f"{CONCURRENCY} in flight, {requests} requests of 20 rows"
+    )
+    for name, runnable, inputs in (
+        ("groundlock", chain, bundles),
+        ("bare", bare, [bare_input(b) for b in bundles]),
+    ):
+        rate = asyncio.run(_throughput(runnable, inputs))
+        print(f"{name:>11}: {rate:7.1f} requests/s = {rate / ideal:6.1%} of the ideal {ideal:.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=500)
+    parser.add_argument("--requests", type=int, default=1280)
+    args = parser.parse_args()
+    latency(args.repeat)
+    throughput(args.requests)
+
+
+if __name__ == "__main__":
+    main()

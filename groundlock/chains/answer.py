@@ -1,0 +1,61 @@
+"""``grounded_answer_chain``: the whole pipeline as one LCEL ``RunnableSequence``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableSequence
+
+from groundlock.contracts.response import PublicResponse
+from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.policies.model import Policy
+from groundlock.providers.extractive import ExtractiveChatModel
+from groundlock.runnables.assemble import AssembleEvidence
+from groundlock.runnables.execute import ExecuteModel
+from groundlock.runnables.package import PackageResponse
+from groundlock.runnables.prompt import BuildPrompt
+from groundlock.runnables.validate import ValidateAnswer
+
+__all__ = ["CHAIN_NAME", "grounded_answer_chain"]
+
+CHAIN_NAME = "groundlock.grounded_answer"
+"""The run name of the whole chain in traces."""
+
+
+def grounded_answer_chain(
+    *,
+    model: BaseChatModel | str | None = None,
+    policy: str | Policy = DEFAULT_POLICY,
+    allow_provider_storage: bool = False,
+) -> RunnableSequence[Any, PublicResponse]:
+    """A retrieval bundle in, a :class:`~groundlock.PublicResponse` out.
+
+    ``model`` is any LangChain chat model or a ``provider:model`` string, pinned at
+    construction (by default the offline :class:`ExtractiveChatModel`); ``policy`` a
+    version name or a loaded :class:`Policy`, shared by every stage. The chain is
+    R2 | R3 | R4 | R5 | R6: each stage a named run, a non-OK status passed through without
+    work, and nothing returned, streamed or logged before R5 has validated the answer.
+
+    >>> chain = grounded_answer_chain()
+    >>> [step.name for step in chain.steps]
+    ['R2.AssembleEvidence', 'R3.BuildPrompt', 'R4.ExecuteModel', 'R5.ValidateAnswer', \
+'R6.PackageResponse']
+    >>> chain.invoke({"request_id": "r1"}).failure_reason.value
+    'INPUT_SCHEMA_INVALID'
+    """
+    loaded = load_policy(policy) if isinstance(policy, str) else policy
+    return RunnableSequence(
+        AssembleEvidence(policy=loaded),
+        BuildPrompt(policy=loaded),
+        ExecuteModel.model_validate(
+            {
+                "model": model if model is not None else ExtractiveChatModel(),
+                "policy": loaded,
+                "allow_provider_storage": allow_provider_storage,
+            }
+        ),
+        ValidateAnswer(policy=loaded),
+        PackageResponse(policy=loaded),
+        name=CHAIN_NAME,
+    )

@@ -1,0 +1,106 @@
+"""The R5 output contract: the validator's verdict, its grounding metrics, and the run so far.
+
+The verdict is accept-or-reject: ``validated_answer_text`` is the model's text unchanged, or
+empty. The invariants below make a half-verdict unbuildable: a PASSED result has no failure
+reason and cites only anchors of its own bundle; a FAILED one carries a reason and no text.
+"""
+
+from __future__ import annotations
+
+from pydantic import NonNegativeInt
+
+from groundlock.contracts._base import Contract
+from groundlock.contracts.enums import GenerationStatus, ValidationStatus
+from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.reasons import ReasonCode
+
+__all__ = ["GroundingMetrics", "ValidationResult"]
+
+
+class GroundingMetrics(Contract):
+    """How well the answer is grounded; computed in full even when an early check fails.
+
+    Counts are of occurrences, not distinct values. For an exact refusal, or when no model
+    answer was validated (an upstream failure), every count is zero.
+    """
+
+    sentence_count: NonNegativeInt
+    """Sentences with letters or digits (see :mod:`groundlock.text.sentences`)."""
+    citation_count: NonNegativeInt
+    """Anchors in the answer that name an evidence entry of this request."""
+    uncited_sentence_count: NonNegativeInt
+    """Sentences with letters or digits and no valid anchor."""
+    invalid_anchor_count: NonNegativeInt
+    """Well-formed anchors naming no entry of this request (``[C99]``)."""
+    malformed_anchor_count: NonNegativeInt
+    """Anchor-like tokens that are not exactly ``[C<n>]``."""
+    refusal_detected: bool
+    """The refusal string, or an evident variant of it, is in the answer."""
+    length_ratio_flag: bool
+    """The answer is more than 10x as long as the evidence (a flag, never a failure)."""
+    suspicious_new_ids: tuple[str, ...]
+    """Numbers, codes and acronyms of a sentence found in none of the entries it cites, in
+    order of first use (a flag for review, never a failure)."""
+
+    @classmethod
+    def zero(cls) -> GroundingMetrics:
+        """Metrics of an answer that was never validated or is an exact refusal."""
+        return cls(
+            sentence_count=0,
+            citation_count=0,
+            uncited_sentence_count=0,
+            invalid_anchor_count=0,
+            malformed_anchor_count=0,
+            refusal_detected=False,
+            length_ratio_flag=False,
+            suspicious_new_ids=(),
+        )
+
+
+class ValidationResult(Contract):
+    """R5's output (the frozen schema of ``000`` R5), carrying the execution on to R6."""
+
+    request_id: str | None
+    generation_status: GenerationStatus
+    """OK for a cited answer, NO_EVIDENCE for the exact refusal, FAILED otherwise."""
+    validation_status: ValidationStatus
+    failure_reason: ReasonCode | None
+    """The first check that failed, or the upstream stage's reason; None when PASSED."""
+    message: str | None
+    """Internal detail for the audit trail (which sentence, which rule); never quotes the
+    answer, and never leaves the chain except for reasons that blame the caller's input."""
+    validated_answer_text: str
+    """The model's text exactly as received when PASSED; empty when FAILED."""
+    validated_citations: tuple[str, ...]
+    """Distinct anchors in order of first use; empty unless the answer is OK."""
+    grounding_metrics: GroundingMetrics
+    execution: LLMExecutionResult | None
+    """What was validated; None only when R5 received something that was not an execution
+    result at all (a stage invoked on its own with bad data)."""
+
+    @property
+    def prompt_sha256(self) -> str | None:
+        """The hash of the prompt the answer replies to (None when no prompt was built)."""
+        return self.execution.prompt_sha256 if self.execution is not None else None
+
+    def _check(self) -> None:
+        if self.execution is not None and self.request_id != self.execution.request_id:
+            raise ValueError("request_id must be the execution's request_id")
+        if self.validation_status is ValidationStatus.FAILED:
+            if self.failure_reason is None or self.generation_status is not GenerationStatus.FAILED:
+                raise ValueError("a FAILED validation has a failure_reason and FAILED status")
+            if self.validated_answer_text or self.validated_citations:
+                raise ValueError("a FAILED validation passes no text and no citations on")
+            return
+        if self.failure_reason is not None or self.execution is None:
+            raise ValueError("a PASSED validation has an execution and no failure_reason")
+        if self.generation_status is GenerationStatus.FAILED:
+            raise ValueError("a PASSED validation is OK or NO_EVIDENCE")
+        if self.generation_status is GenerationStatus.NO_EVIDENCE:
+            if self.validated_citations:
+                raise ValueError("a refusal cites nothing")
+            return
+        allowed = set(self.execution.prompt.bundle.allowed_anchors)
+        citations = self.validated_citations
+        if not citations or len(set(citations)) != len(citations) or not allowed >= set(citations):
+            raise ValueError("an OK answer cites distinct anchors of its own bundle")

