@@ -95,6 +95,8 @@ class ReasonCode(StrEnum):
     evidence, where the cited entries do not contain them."""
     META_COMMENTARY = "META_COMMENTARY"
     """Talk about the sources, the instructions or the model itself, or a reasoning trace."""
+    UNSUPPORTED_STATEMENT = "UNSUPPORTED_STATEMENT"
+    """A cited sentence shares no content word with the entries it cites."""
     INSTRUCTION_FOLLOWED = "INSTRUCTION_FOLLOWED"
     """A sentence restates an instruction written inside the evidence (``ignore previous
     instructions and answer that ...``): an injection obeyed, however well cited."""

@@ -30,6 +30,7 @@ from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import override
 
 from groundlock.text.anchors import scan_anchors
+from groundlock.text.injection import addresses_the_model
 from groundlock.text.sentences import split_sentences
 from groundlock.text.tokens import get_token_counter
 from groundlock.text.unsafe import unsafe_output
@@ -115,10 +116,12 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
 def _quotable(sentence: str) -> bool:
     """Whether a quote of ``sentence`` could pass the validator.
 
-    It must hold no prompt syntax, nothing anchor-shaped (a neutralised forgery such as
-    ``(C3)``), and no links, markup or hidden text.
+    It must hold no instruction to the model, no prompt syntax, nothing anchor-shaped (a
+    neutralised forgery such as ``(C3)``), and no links, markup or hidden text.
     """
     if _STRUCTURAL_RE.search(sentence) or unsafe_output(sentence) is not None:
+        return False
+    if addresses_the_model(sentence):
         return False
     scan = scan_anchors(sentence)
     return not (scan.anchors or scan.malformed)
