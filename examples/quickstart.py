@@ -1,10 +1,14 @@
-"""Quick start: a maintenance question through evidence assembly, prompt and model, offline.
+"""Quick start: a maintenance question through the whole groundlock chain, offline.
 
 Run from the repository root:  python examples/quickstart.py
 
-The model is the offline ExtractiveChatModel, so no API key or network is needed. Its text is
-shown as the *raw* model answer: the validator firewall (R5) that decides whether an answer
-may reach a reader is the next stage to land.
+The sample bundle (examples/data/hydraulic_pump_bundle.json) asks about a tug's hydraulic
+pump: eight retrieved rows, including a near-duplicate, a row that fails the equipment
+filter, a low-scoring row, and a service bulletin carrying an injected instruction. The
+default model is the offline ExtractiveChatModel, so no API key or network is needed.
+
+It prints the public response (the only thing that leaves the chain), then runs the same
+bundle through a model that adds an unsupported sentence, to show the firewall withholding it.
 """
 
 from __future__ import annotations
@@ -12,40 +16,40 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groundlock import AssembleEvidence, BuildPrompt, ExecuteModel
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from groundlock import grounded_answer_chain
 
 BUNDLE = Path(__file__).parent / "data" / "hydraulic_pump_bundle.json"
 
 
 def main() -> None:
-    """Run R2 -> R3 -> R4 on the sample bundle and show what each stage decided."""
+    """Answer the sample question, then show a rejected answer."""
     bundle = json.loads(BUNDLE.read_text(encoding="utf-8"))
-    chain = AssembleEvidence() | BuildPrompt() | ExecuteModel()
-    result = chain.invoke(bundle)
-    prompt, evidence = result.prompt, result.prompt.bundle
+    print(f"question: {bundle['user_question']}\n")
 
-    print(f"question : {evidence.user_question}")
-    print(
-        f"policy   : {evidence.trace.policy_version} (sha256 {evidence.trace.policy_sha256[:12]}…)"
-    )
-    print("evidence :")
-    for item in evidence.selected_evidence:
-        print(f"  [{item.anchor}] rank {item.rank}  {item.chunk_id}  ({item.source_reference})")
-    if evidence.metrics is not None:
-        for row in evidence.metrics.dropped_rows:
-            print(f"  dropped rank {row.rank}  {row.chunk_id}: {row.reason.value}")
-    if prompt.tokens is not None:
+    response = grounded_answer_chain().invoke(bundle)
+    print(f"status: {response.status.value}")
+    print("answer (validated, every sentence cited):")
+    print(response.answer)
+    print("citations:")
+    for citation in response.citations:
         print(
-            f"prompt   : {prompt.template_version}, sha256 {prompt.prompt_sha256}, "
-            f"{prompt.tokens.total_prompt_tokens} tokens with the output reserve"
+            f"  [{citation.anchor}] {citation.source_reference} "
+            f"({citation.knowledge_id}, {citation.event_date}, {citation.equipment_id})"
         )
-    pinned = result.pinned
-    print(
-        f"model    : {pinned.model_name} (temperature {pinned.temperature}, "
-        f"max {pinned.max_output_tokens} output tokens), {result.attempt_count} attempt(s), "
-        f"status {result.generation_status.value}"
+    usage = response.token_usage
+    print(f"tokens: {usage.total_tokens}, model latency: {response.latency_ms:.1f} ms")
+
+    print("\nthe same bundle, a model that adds an uncited sentence:")
+    adds_a_claim = FakeListChatModel(
+        responses=[f"{response.answer}\nThe pump needs no other maintenance."]
     )
-    print("\nraw model answer (not yet validated):\n" + result.raw_model_text)
+    rejected = grounded_answer_chain(model=adds_a_claim).invoke(bundle)
+    print(f"status: {rejected.status.value}, failure_reason: {rejected.failure_reason}")
+    print(f"answer: {rejected.answer!r} (withheld)")
+    print("\npublic response JSON:")
+    print(response.model_dump_json(indent=2))
 
 
 if __name__ == "__main__":
