@@ -1,9 +1,9 @@
 """The shell every groundlock stage shares: typed, traced, and closed on failure.
 
 A stage's decision lives in a pure function; the stage only routes LCEL calls to it. Both
-``invoke`` and ``ainvoke`` go through ``_call_with_config`` / ``_acall_with_config``, so
-callbacks, tracing and ``run_name`` work the same on both paths, and both end in the same
-``_run``: there is no second, async copy of the logic to drift.
+``invoke`` and ``ainvoke`` open the same named run (callbacks, tracing metadata,
+``run_name``) and end in the same ``_run``: there is no second, async copy of the logic to
+drift.
 
 If ``_run`` raises, that is a bug, not bad input (bad input is a FAILED result by design).
 The stage logs the traceback without the exception message, which may quote evidence, and
@@ -17,12 +17,13 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForChainRun,
-    CallbackManagerForChainRun,
-)
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import ensure_config, patch_config
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_async_callback_manager_for_config,
+    get_callback_manager_for_config,
+    patch_config,
+)
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
 
@@ -68,29 +69,6 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             f"{self.get_name()}: internal error ({type(exc).__name__})",
         )
 
-    def _guarded_run(
-        self,
-        stage_input: object,
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> OutputT:
-        try:
-            return self._run(stage_input, patch_config(config, callbacks=run_manager.get_child()))
-        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-            return self._failed_by_bug(stage_input, exc)
-
-    async def _aguarded_run(
-        self,
-        stage_input: object,
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> OutputT:
-        try:
-            child = patch_config(config, callbacks=run_manager.get_child())
-            return await self._arun(stage_input, child)
-        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-            return self._failed_by_bug(stage_input, exc)
-
     def trace_metadata(self, stage_input: object) -> dict[str, str]:
         """What this stage's run carries as tracing metadata (and passes to its child runs).
 
@@ -109,21 +87,56 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             metadata["request_id"] = request_id
         return metadata
 
-    def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
-        config = ensure_config(config)
-        return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
-
+    # The run plumbing of ``Runnable._call_with_config``, done directly: that helper inspects
+    # the wrapped function's signature and copies the context on every call, which costs
+    # more than most stages' own work. Callbacks, run names, run ids, tags and metadata reach
+    # handlers exactly as before; the model in R4 receives its child config explicitly.
     # Call-time keyword options are ignored on purpose: a stage's behaviour is fixed by its
     # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
-        return self._call_with_config(self._guarded_run, input, self._traced(input, config))
+        config = self._traced(input, config)
+        run_manager = get_callback_manager_for_config(config).on_chain_start(
+            None,
+            input,
+            name=config.get("run_name") or self.get_name(),
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            output = self._run(input, patch_config(config, callbacks=run_manager.get_child()))
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            output = self._failed_by_bug(input, exc)
+        except BaseException as exc:  # interrupts are not bugs: report and propagate
+            run_manager.on_chain_error(exc)
+            raise
+        run_manager.on_chain_end(output)
+        return output
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
-        return await self._acall_with_config(self._aguarded_run, input, self._traced(input, config))
+        config = self._traced(input, config)
+        run_manager = await get_async_callback_manager_for_config(config).on_chain_start(
+            None,
+            input,
+            name=config.get("run_name") or self.get_name(),
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            child = patch_config(config, callbacks=run_manager.get_child())
+            output = await self._arun(input, child)
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            output = self._failed_by_bug(input, exc)
+        except BaseException as exc:  # cancellation and interrupts propagate
+            await run_manager.on_chain_error(exc)
+            raise
+        await run_manager.on_chain_end(output)
+        return output
+
+    def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
+        config = ensure_config(config)
+        return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
 
 
 class PolicyStage(Stage[InputT, OutputT]):
