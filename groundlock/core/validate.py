@@ -80,11 +80,11 @@ _META_RES: tuple[re.Pattern[str], ...] = tuple(
         # Talk about the sources instead of stating what they say.
         r"\b(?:based on|according to|as (?:stated|shown|described|given|mentioned|noted) in"
         r"|from|in|per|within|using)\s+(?:the\s+|this\s+|these\s+)?(?:provided|given|supplied"
-        r"|above|available|retrieved|following|attached|cited|referenced)\s+(?:context|evidence"
+        r"|above|available|retrieved|following)\s+(?:context|evidence"
         r"|documents?|documentation|sources?|texts?|information|excerpts?|passages?|chunks?"
         r"|entries|entry|data|materials?|snippets?|records?)\b",
-        r"\b(?:the|this|that|each|these|those|an?)\s+(?:chunks?|anchors?|evidence entr(?:y|ies)"
-        r"|context window|prompt)\b",
+        r"\b(?:the|this|that|each|these|those|an?)\s+(?:chunks?|evidence entr(?:y|ies)"
+        r"|context window)\b",
         # Talk about the model or its instructions.
         r"\bas an?\s+(?:ai|artificial intelligence|(?:large\s+)?language model|llm|assistant)\b",
         r"\b(?:i am|i'm)\s+(?:an?\s+)?(?:ai|(?:large\s+)?language model|llm|assistant|chatbot)\b",
@@ -105,13 +105,14 @@ _META_RES: tuple[re.Pattern[str], ...] = tuple(
 _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
-        r"\b(?:does|do|did)\s*(?:not|n't)\s+(?:contain|include|provide|have|give|mention)\s+"
-        r"(?:sufficient|enough|adequate|any|the)\s+(?:relevant\s+)?(?:information|details|data)\b",
+        r"\b(?:evidence|context|documents?|documentation|sources?|manual|information|text|records?)"
+        r"\s+(?:does|do|did)\s*(?:not|n't)\s+(?:contain|include|provide|have|give|mention"
+        r"|specify|state|say|cover|address)\b",
+        r"\b(?:is|are)\s+not\s+(?:specified|stated|given|mentioned|provided|available|known)\b",
         r"\b(?:insufficient|not enough)\s+(?:information|evidence|details|data)\b",
-        r"\b(?:cannot|can't|can not|unable to|could not|couldn't)\s+(?:be\s+)?"
-        r"(?:answer(?:ed)?|determine[d]?)\b",
-        r"\bi\s+(?:don't|do not)\s+know\b",
-        r"\bno\s+(?:relevant\s+)?information\s+(?:is\s+|was\s+)?(?:available|provided|found)\b",
+        r"\b(?:cannot|can't|can not|unable to|could not|couldn't)\s+(?:answer|help)\b",
+        r"\bi\s+(?:don't|do not)\s+know\b|\bi'm\s+sorry\b|\bunknown\b",
+        r"\bno\s+(?:relevant\s+)?information\s+(?:is\s+|was\s+)?(?:available|provided|found|given)\b",
     )
 )
 _STOPWORDS = frozenset(
@@ -173,6 +174,8 @@ class _Sentence:
     """1-based position among the answer's sentences, for messages that cannot quote it."""
     text: str
     """The sentence without its anchors."""
+    anchors: tuple[str, ...]
+    """Its well-formed anchors, valid or not, in order."""
     cited: tuple[SelectedEvidence, ...]
     """The entries its valid anchors name, in order."""
 
@@ -194,10 +197,13 @@ class _Review:
             _Sentence(
                 number=number,
                 text=without_anchors(raw),
-                cited=tuple(self.entries[a] for a in _anchors(raw) if a in self.entries),
+                anchors=tuple(anchors),
+                cited=tuple(self.entries[a] for a in anchors if a in self.entries),
             )
-            for number, raw in enumerate(stated, start=1)
+            for number, (raw, anchors) in enumerate(((r, _anchors(r)) for r in stated), start=1)
         ]
+        self.used_anchors = tuple(a for s in self.sentences for a in s.anchors)
+        """Anchors that belong to a sentence; the rest stand alone and cite nothing."""
 
     # -- metrics -----------------------------------------------------------------------
     def metrics(self) -> GroundingMetrics:
@@ -229,7 +235,7 @@ class _Review:
             status, citations = GenerationStatus.NO_EVIDENCE, tuple[str, ...]()
         else:
             status = GenerationStatus.OK
-            citations = tuple(dict.fromkeys(self.body_anchors))
+            citations = tuple(dict.fromkeys(self.used_anchors))
         return ValidationResult(
             request_id=execution.request_id,
             generation_status=status,
@@ -274,7 +280,9 @@ class _Review:
                     ReasonCode.INSTRUCTION_FOLLOWED,
                     f"answer: sentence {sentence.number} restates an instruction in the evidence",
                 )
-        if self.listed is not None and set(self.listed) != set(self.body_anchors):
+        if len(self.used_anchors) != len(self.body_anchors):
+            yield ReasonCode.CITATION_MISMATCH, "answer: anchors that belong to no sentence"
+        if self.listed is not None and set(self.listed) != set(self.used_anchors):
             yield ReasonCode.CITATION_MISMATCH, "answer: its citation list differs from its anchors"
         if self.listed is not None and len(set(self.listed)) != len(self.listed):
             yield ReasonCode.CITATION_MISMATCH, "answer: its citation list repeats an anchor"
@@ -312,7 +320,7 @@ class _Review:
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
             if _SECTION_SYNTAX_RE.search(s.text):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            if any(_mentions(s.text, i) and not _cited_contain(s, i) for i in ids):
+            if any(_mentions(s.text, i) and not _cited_contain(s, i, fold=True) for i in ids):
                 yield ReasonCode.METADATA_LEAK, f"{where}: an internal chunk or knowledge id"
             found = _EVIDENCE_WORD_RE.search(s.text)
             if found and not _cited_contain(s, found.group(), fold=True):
@@ -427,9 +435,10 @@ def _repeats_template(words: list[str], version: str) -> bool:
 
 
 def _mentions(text: str, token: str) -> bool:
-    if token not in text:
+    folded, wanted = text.casefold(), token.casefold()
+    if wanted not in folded:
         return False
-    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w-]){re.escape(wanted)}(?![\w-])", folded) is not None
 
 
 def _cited_contain(sentence: _Sentence, phrase: str, *, fold: bool = False) -> bool:

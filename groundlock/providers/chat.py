@@ -314,6 +314,7 @@ _FINISH = {
     "length": FinishReason.LENGTH,
     "max_tokens": FinishReason.LENGTH,
     "max_output_tokens": FinishReason.LENGTH,
+    "MAX_TOKENS": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
 
@@ -347,7 +348,12 @@ def _finish_reason(meta: dict[str, Any]) -> FinishReason:
         details = meta.get("incomplete_details") or {}
         reason = details.get("reason") if isinstance(details, dict) else None
         return _FINISH.get(str(reason), FinishReason.OTHER)
-    value = meta.get("finish_reason") or meta.get("status") or meta.get("stop_reason")
+    value = (
+        meta.get("finish_reason")
+        or meta.get("status")
+        or meta.get("stop_reason")
+        or meta.get("done_reason")
+    )
     if value is None:
         return FinishReason.UNKNOWN
     return _FINISH.get(str(value), FinishReason.OTHER)

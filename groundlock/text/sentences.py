@@ -6,8 +6,12 @@ a time and cites each, and the validator requires a citation in every sentence. 
 * A sentence ends at ``.``, ``?`` or ``!`` followed by whitespace or the end of the text, and
   at every line break (list items and headings are their own sentences).
 * These do not end a sentence: a decimal (``3.5 bar``), a version (``v1.2``), an ellipsis
-  (``...`` or ``…``), or an abbreviation in the context that makes it one (``No. 4``,
-  ``Sec. 2``, ``e.g. the``, ``approx. 45``, ``U.S. rules``, ``Dr. Lee``).
+  (``...`` or ``…``) unless a capitalised word follows it, or an abbreviation in the context
+  that makes it one (``No. 4``, ``Sec. 2``, ``e.g. the``, ``approx. 45``, ``U.S. rules``,
+  ``Dr. Lee``).
+* These do: an end mark followed by closing quotes, brackets or Markdown emphasis
+  (``hours."``, ``hours.)``, ``hours.**``), an end mark glued to a capitalised word
+  (``hours.Replace``), and a CJK or fullwidth full stop (``。``).
 * A leading list marker (``-``, ``*``, ``•``, ``1.``, ``2)``) is not part of the sentence.
 * Anchors written right after a sentence's end mark (``... monthly. [C0][C1]``) belong to
   that sentence.
@@ -23,17 +27,25 @@ __all__ = ["split_sentences"]
 # validator fails closed, so when in doubt a text is split: a wrong split can only demand an
 # extra citation, a wrong merge could let an uncited sentence ride on a cited one.
 _BEFORE_NUMBER = frozenset(
-    "no nos sec secs fig figs art arts ch chap para paras p pp vol vols rev ref refs item "
+    "no nos sec secs fig figs art arts ch chap para paras p pp vol vols ref refs item "
     "tab eq pt".split()
 )
 """``No. 4``, ``Sec. 2``, ``p. 14``: not a boundary when a number follows."""
 _BEFORE_LOWERCASE = frozenset("e.g i.e approx appx vs cf ca incl etc al u.s u.k".split())
 """``e.g. the``, ``approx. 45``, ``U.S. rules``: not a boundary before a lowercase word or a
 number; before a capitalised word it is treated as a sentence end."""
-_TITLES = frozenset("mr mrs ms dr prof".split())
+_TITLES = frozenset("mr mrs dr prof".split())
 """``Dr. Smith``: never a boundary."""
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
-_END_RE = re.compile(r"(?:[.?!]+|…)(?=\s|$)")
+# An end mark, then any closing quotes, brackets or Markdown emphasis, then a space or the
+# end; or an end mark glued to a capitalised word (``hours.Replace``); or a CJK or fullwidth
+# full stop, which needs no space at all.
+_CLOSERS = "\"'\u201d\u2019\u00bb)\\]}*_`~"
+_END_RE = re.compile(
+    rf"(?:[.?!]+|…)[{re.escape(_CLOSERS)}]*(?=\s|$)"
+    r"|(?<=[a-z0-9])[.?!](?=[A-Z][a-z])"
+    r"|[\u3002\uff0e\uff01\uff1f\u2024\ufe52]+"
+)
 _TRAILING_ANCHORS_RE = re.compile(r"(?:\s*\[C\d+\])+")
 _WORD_BEFORE_RE = re.compile(r"(\S+)$")
 
@@ -66,16 +78,17 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _is_boundary(line: str, end: re.Match[str]) -> bool:  # noqa: PLR0911  (one rule per return)
-    mark = end.group()
+    mark = end.group().rstrip(_CLOSERS)
+    following = line[end.end() :].lstrip()[:1]
     if mark == "…" or mark.startswith(".."):
-        return False  # an ellipsis trails off; it does not close the sentence
-    if mark != ".":
+        # An ellipsis trails off, unless a new capitalised sentence follows it.
+        return following.isupper()
+    if mark != "." or end.group() != mark:
         return True
     word = _WORD_BEFORE_RE.search(line, 0, end.start())
     if word is None:
         return True
     token = word.group(1).lstrip("([{\"'").lower()
-    following = line[end.end() :].lstrip()[:1]
     if token in _TITLES:
         return False
     if token in _BEFORE_NUMBER:

@@ -25,12 +25,15 @@ _PROSE_TAGS = "|".join((*FENCE_TAG_NAMES, *REASONING_TAG_NAMES))
 _CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN)),
     ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]")),
+    ("a Markdown link", re.compile(r"\]\(|^\s*\[[^\]\n]+\]\s*:", re.MULTILINE)),
+    ("an invisible character", re.compile("[\u2800\u3164\u115f\u1160\uffa0]")),
     (
         "a URL",
         re.compile(
-            r"(?i)\bhttps?\s*:|\b(?:ftps?|file|wss?)\s*:\s*//|\bmailto\s*:"
+            r"(?i)\bhttps?\s*:|\b[a-z][a-z0-9+.\-]{1,15}\s*:\s*//|\b(?:mailto|tel|sms)\s*:"
+            r"|\\\\[^\W_]|[^\s@]+@[^\W_][\w-]*\.[a-z]{2,}"
             r"|\bwww\.[^\W_]"
-            r"|(?<![\w:/])//[^\W_][\w-]*(?:\.[\w-]+)+"
+            r"|(?<![\w:/])/[/\\][^\W_][\w-]*(?:[.:][\w-]+)*"
             r"|\bdata\s*:\s*[a-z]+/"
         ),
     ),

@@ -438,3 +438,80 @@ def test_obeying_an_instruction_inside_a_cited_entry_is_rejected(answer, reason)
     prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
     execution = ExecuteModel(model=ScriptedChatModel(text=answer)).invoke(prompt)
     assert validate_answer(execution, POLICY).failure_reason is reason
+
+
+# Regressions found by review ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Ops say "the pump can run dry for 2 hours." Replace the element every 500 hours. [C0]',
+        "The pump can run dry (approved by the maker.) Replace the element every 500 hours. [C0]",
+        "**The pump can run dry for 2 hours.** Replace the element every 500 hours. [C0]",
+        "The relief valve opens in 50 ms. Replace the element every 500 hours. [C0]",
+        "The pump turns at 2000 rev. 4 bolts hold the element, 500 hours. [C0]",
+        "The pump can run dry for 2 hours\u3002Replace the element every 500 hours. [C0]",
+        "The pump can run dry for 2 hours... Replace the element every 500 hours. [C0]",
+        "The pump can run dry for 2 hours.Replace the element every 500 hours. [C0]",
+    ],
+    ids=["closing-quote", "closing-bracket", "markdown-bold", "ms", "rev", "cjk-stop",
+         "ellipsis-capital", "no-space"],
+)  # fmt: skip
+def test_an_uncited_claim_cannot_hide_in_a_cited_sentence(text):
+    assert_rejected(verdict(text), ReasonCode.UNCITED_FACTUAL_STATEMENT)
+
+
+@pytest.mark.parametrize("tail", ["\n[C1][C2]", "\n- [C2]", "\n[C1]\n"])
+def test_anchors_that_belong_to_no_sentence_are_a_mismatch(tail):
+    text = f"Replace the case drain filter element every 500 operating hours. [C0]{tail}"
+    assert_rejected(verdict(text), ReasonCode.CITATION_MISMATCH)
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["[manual](evil.example/x?q=1)", "[manual](/api/delete?id=1)", "[C0](x)",
+     "\n[ref]: evil.example\n", "call tel:+15550100", "//localhost:8080/x", "smb://evil.example/s",
+     "\\\\evil.example\\share", "ops@evil.example", "blank\u2800here", "/\\evil.example/x"],
+)  # fmt: skip
+def test_more_link_shapes_and_invisible_characters_are_unsafe(link):
+    text = f"Replace the case drain filter element every 500 operating hours {link} [C0]"
+    assert_rejected(verdict(text), ReasonCode.UNSAFE_OUTPUT)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Torque the anchor bolts on the pump base to 200 Nm. [C0]",
+        "Press OK at the prompt on the display. [C0]",
+        "Record the pressure in the attached data sheet. [C0]",
+        "If the leak source cannot be determined, perform a dye test. [C0]",
+        "Pumps that do not have the data plate legible must be quarantined. [C0]",
+    ],
+)
+def test_ordinary_maintenance_prose_is_not_meta_or_a_refusal(text):
+    bundle = make_bundle([make_row(0, chunk_text=text.removesuffix(" [C0]"))])
+    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
+    execution = ExecuteModel(model=ScriptedChatModel(text=text)).invoke(prompt)
+    assert validate_answer(execution, POLICY).validation_status is ValidationStatus.PASSED
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The manual does not specify how often to replace the element [C0].",
+        "The replacement interval is not stated [C0].",
+        "The pressure limit is unknown [C1].",
+    ],
+)
+def test_a_non_answer_with_a_citation_is_a_refusal_in_other_words(text):
+    assert_rejected(verdict(text), ReasonCode.INVALID_REFUSAL_FORMAT)
+
+
+def test_an_id_leak_is_caught_in_any_case():
+    assert_rejected(verdict("The filter is item AMM-C4. [C1]"), ReasonCode.METADATA_LEAK)
+
+
+@pytest.mark.parametrize("finish", ["length", "MAX_TOKENS", "max_tokens"])
+def test_every_provider_spelling_of_the_token_cap_is_truncation(finish):
+    assert_rejected(verdict(VALID, finish=finish), ReasonCode.OUTPUT_TRUNCATED)
