@@ -19,14 +19,17 @@ from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.validation import ValidationResult
 
-__all__ = ["failed_response", "package_response", "request_summary"]
+__all__ = ["NO_USAGE", "failed_response", "package_response", "request_summary"]
+
+NO_USAGE = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+"""Usage of a request that never reached a model."""
 
 
 def package_response(result: ValidationResult) -> PublicResponse:
     """The public response for ``result``; nothing but validated, public data leaves."""
     execution = result.execution
     if execution is None or not execution.attempts:
-        usage = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+        usage = NO_USAGE
     else:
         usage = TokenUsage(
             prompt_tokens=execution.prompt_tokens_actual,
@@ -83,7 +86,7 @@ def failed_response(
         status=GenerationStatus.FAILED,
         answer="",
         citations=(),
-        token_usage=usage or TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0),
+        token_usage=usage or NO_USAGE,
         latency_ms=latency_ms,
         failure_reason=reason,
         failure_message=message if reason in CLIENT_INPUT_REASONS else None,

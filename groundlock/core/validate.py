@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import cache
+from functools import cache, lru_cache
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.enums import FinishReason, GenerationStatus, ValidationStatus
@@ -267,9 +267,8 @@ class _Review:
         yield from self._citation_failures()
         yield from self._leaks()
         for sentence in self.sentences:
-            if sentence.cited and not _content_words(sentence.text) & _content_words(
-                " ".join(e.sanitized_text for e in sentence.cited)
-            ):
+            supported = set().union(*(_entry_words(e.sanitized_text) for e in sentence.cited))
+            if sentence.cited and not _content_words(sentence.text) & supported:
                 yield (
                     ReasonCode.UNSUPPORTED_STATEMENT,
                     f"answer: sentence {sentence.number} shares no word with what it cites",
@@ -360,7 +359,7 @@ def _split_citation_list(text: str) -> tuple[str, tuple[str, ...] | None]:
 
 
 def _normalise(text: str) -> str:
-    return " ".join(_WORD_RE.findall(text.casefold()))
+    return " ".join(_words(text))
 
 
 def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
@@ -384,10 +383,11 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         return "the refusal sentence without its marker"
     if _close_to(answer, wanted):
         return "a close paraphrase of the refusal"
-    evidence = " ".join(e.sanitized_text for e in entries).casefold()
     for pattern in _REFUSAL_PHRASE_RES:
         found = pattern.search(text)
-        if found and found.group().casefold() not in evidence:
+        if found and not any(
+            found.group().casefold() in _folded(e.sanitized_text) for e in entries
+        ):
             return "a refusal in other words"
     return None
 
@@ -435,21 +435,31 @@ def _repeats_template(words: list[str], version: str) -> bool:
 
 
 def _mentions(text: str, token: str) -> bool:
-    folded, wanted = text.casefold(), token.casefold()
-    if wanted not in folded:
-        return False
-    return re.search(rf"(?<![\w-]){re.escape(wanted)}(?![\w-])", folded) is not None
+    """Whether the id ``token`` stands in ``text`` as a whole (any case, hyphens bind)."""
+    return _bounded_in(token.casefold(), text.casefold(), r"\w-")
+
+
+# Evidence texts recur across the sentences and checks of one answer (and across requests
+# that share chunks): fold and tokenise each once.
+@lru_cache(maxsize=1024)
+def _folded(text: str) -> str:
+    return text.casefold()
+
+
+@lru_cache(maxsize=1024)
+def _entry_words(text: str) -> frozenset[str]:
+    return frozenset(_content_words(text))
 
 
 def _cited_contain(sentence: _Sentence, phrase: str, *, fold: bool = False) -> bool:
     if fold:
         phrase = phrase.casefold()
-        return any(phrase in e.sanitized_text.casefold() for e in sentence.cited)
+        return any(phrase in _folded(e.sanitized_text) for e in sentence.cited)
     return any(phrase in e.sanitized_text for e in sentence.cited)
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD_RE.findall(text.casefold()) if w not in _STOPWORDS}
+    return {w for w in _words(text) if w not in _STOPWORDS}
 
 
 def _follows_instruction(sentence: _Sentence) -> bool:
@@ -485,7 +495,7 @@ def _id_like(token: str) -> bool:
 def _suspicious_ids(sentences: list[_Sentence]) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for sentence in sentences:
-        sources = [e.sanitized_text.casefold() for e in sentence.cited]
+        sources = [_folded(e.sanitized_text) for e in sentence.cited]
         for token in _ID_TOKEN_RE.findall(sentence.text):
             if not _id_like(token) or token in found:
                 continue
@@ -495,7 +505,9 @@ def _suspicious_ids(sentences: list[_Sentence]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _bounded_in(token: str, text: str) -> bool:
+def _bounded_in(token: str, text: str, joining: str = r"^\W_") -> bool:
+    """Whether ``token`` occurs in ``text`` with no ``joining`` character on either side."""
     if token not in text:
         return False
-    return re.search(rf"(?<![^\W_]){re.escape(token)}(?![^\W_])", text) is not None
+    pattern = rf"(?<![{joining}]){re.escape(token)}(?![{joining}])"
+    return re.search(pattern, text) is not None
