@@ -37,7 +37,21 @@ _FORBIDDEN_IN_METADATA_RE = re.compile(
 )
 
 
+_BREAKOUT_ASCII_RE = re.compile(r"[\[\]|<>]")
+
+
 def _check_metadata_text(value: str, max_length: int) -> str:
+    # Fast path for the usual id: printable ASCII has no line break, tab, control or
+    # invisible character, so only the five header characters and the ends need a look.
+    if (
+        0 < len(value) <= max_length
+        and value.isascii()
+        and value.isprintable()
+        and value[0] != " "
+        and value[-1] != " "
+        and not _BREAKOUT_ASCII_RE.search(value)
+    ):
+        return value
     if not value or value != value.strip():
         raise PydanticCustomError(
             "identifier", "must be non-empty, without leading or trailing spaces"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from pydantic import NonNegativeInt
@@ -20,7 +20,13 @@ from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import AssemblyStatus, BuildStatus
 from groundlock.contracts.reasons import ReasonCode
 
-__all__ = ["PromptBuildResult", "PromptMessage", "PromptTokenAccount", "canonical_prompt_bytes"]
+__all__ = [
+    "PromptBuildResult",
+    "PromptMessage",
+    "PromptTokenAccount",
+    "canonical_prompt_bytes",
+    "prompt_digest",
+]
 
 
 class PromptMessage(Contract):
@@ -38,6 +44,22 @@ def canonical_prompt_bytes(messages: Iterable[tuple[str, str]]) -> bytes:
     """
     payload = [{"role": role, "content": content} for role, content in messages]
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@lru_cache(maxsize=64)
+def prompt_digest(messages: tuple[tuple[str, str], ...]) -> tuple[bytes, str]:
+    """The canonical bytes of ``messages`` and their sha256 hex digest.
+
+    Memoised (on the message strings, whose hashes Python caches) because R3 hashes a prompt
+    when it builds it and its contract checks the hash again straight after: one request,
+    one serialisation. Bounded to the last 64 prompts, so at most a few megabytes.
+
+    >>> data, sha = prompt_digest((("user", "Hi"),))
+    >>> data, sha == hashlib.sha256(data).hexdigest()
+    (b'[{"role":"user","content":"Hi"}]', True)
+    """
+    data = canonical_prompt_bytes(messages)
+    return data, hashlib.sha256(data).hexdigest()
 
 
 class PromptTokenAccount(Contract):
@@ -102,7 +124,7 @@ class PromptBuildResult(Contract):
         """The exact bytes the model runnable must send (empty unless OK)."""
         if not self.messages:
             return b""
-        return canonical_prompt_bytes((m.role, m.content) for m in self.messages)
+        return prompt_digest(tuple((m.role, m.content) for m in self.messages))[0]
 
     def _check(self) -> None:
         if self.build_status is not BuildStatus.OK:
@@ -115,5 +137,6 @@ class PromptBuildResult(Contract):
             raise ValueError("an OK prompt is one system message then one user message")
         if self.bundle.assembly_status is not AssemblyStatus.OK:
             raise ValueError("an OK prompt needs an OK AnswerBundle")
-        if hashlib.sha256(self.prompt_bytes).hexdigest() != self.prompt_sha256:
+        pairs = tuple((m.role, m.content) for m in self.messages)
+        if prompt_digest(pairs)[1] != self.prompt_sha256:
             raise ValueError("prompt_sha256 must be the sha256 of prompt_bytes")

@@ -15,15 +15,13 @@ even one chunk does not fit, the prompt cannot be repaired and the request fails
 
 from __future__ import annotations
 
-import hashlib
-
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import AssemblyStatus, BuildStatus
 from groundlock.contracts.prompt import (
     PromptBuildResult,
     PromptMessage,
     PromptTokenAccount,
-    canonical_prompt_bytes,
+    prompt_digest,
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.core.assembly import failed_bundle, without_lowest_ranked
@@ -124,9 +122,7 @@ def build_prompt(
         reason_code=None,
         message=None,
         messages=messages,
-        prompt_sha256=hashlib.sha256(
-            canonical_prompt_bytes((m.role, m.content) for m in messages)
-        ).hexdigest(),
+        prompt_sha256=prompt_digest(tuple((m.role, m.content) for m in messages))[1],
         template_version=template.version,
         template_sha256=template.sha256,
         refusal_text=policy.refusal_text,

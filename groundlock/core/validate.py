@@ -405,7 +405,9 @@ def _close_to(answer: str, wanted: str) -> bool:
     shorter, longer = sorted((len(said), len(refusal)))
     if 2 * shorter / (shorter + longer) < _PARAPHRASE_RATIO:
         return False
-    return SequenceMatcher(None, said, refusal, autojunk=False).ratio() >= _PARAPHRASE_RATIO
+    matcher = SequenceMatcher(None, said, refusal, autojunk=False)
+    # quick_ratio (shared words, in any order) bounds ratio from above and is much cheaper.
+    return matcher.quick_ratio() >= _PARAPHRASE_RATIO and matcher.ratio() >= _PARAPHRASE_RATIO
 
 
 def _words(text: str) -> list[str]:

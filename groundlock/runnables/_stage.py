@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.globals import get_verbose
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import (
     ensure_config,
@@ -24,6 +26,8 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
     patch_config,
 )
+from langchain_core.tracers.context import _configure_hooks
+from langchain_core.utils.env import env_var_is_set
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
 
@@ -95,6 +99,11 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
+        if _unobserved(config):
+            try:
+                return self._run(input, config)
+            except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+                return self._failed_by_bug(input, exc)
         config = self._traced(input, config)
         run_manager = get_callback_manager_for_config(config).on_chain_start(
             None,
@@ -116,6 +125,11 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
+        if _unobserved(config):
+            try:
+                return await self._arun(input, config)
+            except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+                return self._failed_by_bug(input, exc)
         config = self._traced(input, config)
         run_manager = await get_async_callback_manager_for_config(config).on_chain_start(
             None,
@@ -137,6 +151,27 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
         config = ensure_config(config)
         return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+
+
+def _unobserved(config: RunnableConfig | None) -> TypeGuard[RunnableConfig]:
+    """Whether no callback handler at all would see this stage's run: opening it is pure cost.
+
+    True only inside a chain whose own run already configured its callbacks and had none to
+    pass down (no handler, no tracer, no debug console: those are inheritable) and when
+    nothing LangChain adds to each run afresh is switched on: verbose printing and the
+    non-inheritable configure hooks (``collect_runs``). Then a run would reach no one, and
+    the stage skips the five LangChain calls that open and close it. The first handler
+    anywhere (LangSmith tracing, a ``callbacks=[...]`` argument) turns the runs back on.
+    """
+    callbacks = config.get("callbacks") if config else None
+    if not isinstance(callbacks, BaseCallbackManager):
+        return False
+    if callbacks.handlers or callbacks.inheritable_handlers or get_verbose():
+        return False
+    return not any(
+        not inheritable and (var.get() is not None or (env and kind and env_var_is_set(env)))
+        for var, inheritable, kind, env in _configure_hooks
+    )
 
 
 class PolicyStage(Stage[InputT, OutputT]):

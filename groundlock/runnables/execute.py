@@ -4,8 +4,9 @@ The model is pinned at construction (see :mod:`groundlock.providers.chat`). Per 
 
 * a prompt that is NO_EVIDENCE answers with the policy's exact refusal and a FAILED prompt
   passes its reason through — both with zero attempts: no model is called;
-* otherwise the same two messages are sent on every attempt, and before each attempt their
-  canonical bytes are hashed again and compared with ``prompt_sha256``;
+* otherwise the same two messages are sent on every attempt, and before and after each
+  attempt their roles and contents are compared with the prompt's (equal pairs are equal
+  canonical bytes, so this is the ``prompt_sha256`` check without hashing 15 kB twice);
 * tenacity is the only retry layer: transient failures are retried up to the policy's
   ``max_attempts``, waiting what the provider asks (Retry-After, up to the cap) or an
   exponential backoff with jitter, and never past the request deadline; anything else fails
@@ -19,7 +20,6 @@ Every attempt is recorded (outcome, status, reason, waits) and logged without an
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import random
 import time
@@ -36,7 +36,7 @@ from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
 from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStatus
 from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
-from groundlock.contracts.prompt import PromptBuildResult, canonical_prompt_bytes
+from groundlock.contracts.prompt import PromptBuildResult
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.prompt import (
     build_prompt,
@@ -247,8 +247,8 @@ class _Call:
         return [_ROLE_CLASS[m.role](content=m.content) for m in self.prompt.messages]
 
     def _intact(self, messages: list[BaseMessage]) -> bool:
-        sent = canonical_prompt_bytes((_CLASS_ROLE[type(m)], str(m.content)) for m in messages)
-        return _sha256(sent) == self.prompt.prompt_sha256
+        sent = [(_CLASS_ROLE.get(type(m)), m.content) for m in messages]
+        return sent == [(m.role, m.content) for m in self.prompt.messages]
 
     def _begin(self, messages: list[BaseMessage]) -> _Attempt:
         if not self._intact(messages):
@@ -448,7 +448,3 @@ class _Call:
             latency_ms=self._latency_ms(),
             reply=reply,
         )
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

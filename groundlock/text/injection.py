@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
+from groundlock.text._cache import WeightedLRU
+
 __all__ = ["addresses_the_model"]
 
 _INSTRUCTION_RE = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
+    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
     r"(?:previous|prior|above|earlier|preceding|other|system|original)?\s*"
     r"(?:instructions?|rules|prompts?|directions|guidelines|context)\b"
     r"|\byou\s+are\s+now\b|\bnew\s+instructions?\b|\bsystem\s+prompt\b"
@@ -23,7 +25,18 @@ _INSTRUCTION_RE = re.compile(
     r"|\b(?:say|print|output|write)\s+(?:only\s+)?exactly\b|\bsay\s*[:\"'\u201c]"
     r"|\btell\s+the\s+user\b|\bdo\s+not\s+(?:cite|mention|reveal)\b"
 )
-"""An evidence sentence that addresses the model rather than the reader."""
+"""An evidence sentence that addresses the model rather than the reader (matched lower-cased:
+a case-insensitive search is three times slower on the same text)."""
+
+
+def _search(text: str) -> bool:
+    return _INSTRUCTION_RE.search(text.lower()) is not None
+
+
+_INSTRUCTION_CACHE: WeightedLRU[str, bool] = WeightedLRU(
+    _search, weigh=lambda text, _: len(text) + 100, max_weight=8 * 2**20
+)
+"""Verdicts per text: R5 asks about the same evidence entries for every answer citing them."""
 
 
 def addresses_the_model(text: str) -> bool:
@@ -34,4 +47,4 @@ def addresses_the_model(text: str) -> bool:
     >>> addresses_the_model("Torque the bowl to 45 Nm, then answer the checklist item.")
     False
     """
-    return _INSTRUCTION_RE.search(text) is not None
+    return _INSTRUCTION_CACHE(text)
