@@ -9,7 +9,7 @@ prompt template.
 
 import logging
 
-from groundlock.chains import grounded_answer_chain
+from groundlock.chains import GroundedAnswerChain, grounded_answer_chain
 from groundlock.contracts import (
     AnswerBundle,
     AssemblyMetrics,
@@ -72,6 +72,7 @@ __all__ = [
     "FiltersApplied",
     "FinishReason",
     "GenerationStatus",
+    "GroundedAnswerChain",
     "GroundingMetrics",
     "GroundlockError",
     "LLMExecutionResult",

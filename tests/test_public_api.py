@@ -19,7 +19,7 @@ EXPECTED = {
     "available_policies", "build_prompt", "load_policy", "load_template", "lock_policy",
     "GroundingMetrics", "PackageResponse", "PublicCitation", "PublicResponse", "TokenUsage",
     "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
-    "validate_answer",
+    "validate_answer", "GroundedAnswerChain",
 }  # fmt: skip
 
 

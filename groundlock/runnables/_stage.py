@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard, TypeVar
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.globals import get_verbose
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import (
     ensure_config,
@@ -158,15 +157,15 @@ def _unobserved(config: RunnableConfig | None) -> TypeGuard[RunnableConfig]:
 
     True only inside a chain whose own run already configured its callbacks and had none to
     pass down (no handler, no tracer, no debug console: those are inheritable) and when
-    nothing LangChain adds to each run afresh is switched on: verbose printing and the
-    non-inheritable configure hooks (``collect_runs``). Then a run would reach no one, and
+    nothing LangChain adds to each run afresh is switched on: the non-inheritable configure
+    hooks (``collect_runs``). Then a run would reach no one, and
     the stage skips the five LangChain calls that open and close it. The first handler
     anywhere (LangSmith tracing, a ``callbacks=[...]`` argument) turns the runs back on.
     """
     callbacks = config.get("callbacks") if config else None
     if not isinstance(callbacks, BaseCallbackManager):
         return False
-    if callbacks.handlers or callbacks.inheritable_handlers or get_verbose():
+    if callbacks.handlers or callbacks.inheritable_handlers:
         return False
     return not any(
         not inheritable and (var.get() is not None or (env and kind and env_var_is_set(env)))

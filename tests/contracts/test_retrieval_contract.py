@@ -56,3 +56,40 @@ def test_date_filter_admits_only_dated_rows_in_range():
     assert not window.admits_date(date(2024, 12, 31))
     assert not window.admits_date(None)
     assert FiltersApplied().admits_date(None)
+
+
+_BREAKOUT = set("[]|<>")
+
+
+@pytest.mark.parametrize("code", range(128))
+def test_every_ascii_character_is_judged_by_the_header_rules(code: int):
+    # Printable ASCII ids take a fast path; this pins it to the rules for every character:
+    # printable and not one of []|<> inside an id, and no space at either end.
+    char = chr(code)
+    allowed_inside = char.isprintable() and char not in _BREAKOUT
+
+    def accepted(chunk_id: str) -> bool:
+        try:
+            RetrievalRow.model_validate(
+                {"chunk_id": chunk_id, "knowledge_id": "K", "rank": 0,
+                 "similarity_score": 0.5, "chunk_text": "Check the seal."}
+            )  # fmt: skip
+        except ValidationError as exc:
+            return exc.errors()[0]["type"] != "identifier"  # any other error fails the test
+        return True
+
+    assert accepted(f"a{char}b") is allowed_inside
+    assert accepted(f"ab{char}") is (allowed_inside and char != " ")
+    assert accepted(f"{char}ab") is (allowed_inside and char != " ")
+
+
+@pytest.mark.parametrize("chunk_id", ["a\u200bb", "caf\u00e9", "a\u2028b", "x" * 257])
+def test_ids_off_the_ascii_fast_path_are_still_checked(chunk_id: str):
+    accepted = chunk_id == "caf\u00e9"
+    row = {"chunk_id": chunk_id, "knowledge_id": "K", "rank": 0, "similarity_score": 0.5,
+           "chunk_text": "Check the seal."}  # fmt: skip
+    if accepted:
+        assert RetrievalRow.model_validate(row).chunk_id == chunk_id
+    else:
+        with pytest.raises(ValidationError):
+            RetrievalRow.model_validate(row)
