@@ -74,8 +74,13 @@ _SECTION_SYNTAX_RE = re.compile(
 )
 _EVIDENCE_WORD_RE = re.compile(r"(?i)\bevidence\b")
 _REASONING_TAG_RE = re.compile(rf"(?i)<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s*>")
-_META_RES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern, re.IGNORECASE)
+_META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
+    # (pattern, whether it reads the casefolded sentence). Casefolded text and no re.I is
+    # twice as fast, and folding maps the long s and the Kelvin sign as re.I did; the first-person
+    # pattern is case-sensitive and reads the sentence as written.
+    (re.compile(pattern.removeprefix("(?-i:").removesuffix(")")), False)
+    if pattern.startswith("(?-i:")
+    else (re.compile(pattern), True)
     for pattern in (
         # Talk about the sources instead of stating what they say.
         r"\b(?:based on|according to|as (?:stated|shown|described|given|mentioned|noted) in"
@@ -115,6 +120,10 @@ _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
         r"\bno\s+(?:relevant\s+)?information\s+(?:is\s+|was\s+)?(?:available|provided|found|given)\b",
     )
 )
+_ANY_REFUSAL_PHRASE_RE = re.compile(
+    "|".join(f"(?:{p.pattern})" for p in _REFUSAL_PHRASE_RES), re.IGNORECASE
+)
+"""One search that rules all of them out at once, the usual case."""
 _STOPWORDS = frozenset(
     "a an and any are as at be been by can could did do does for from had has have how if in "
     "into is it its may might must no not of on or shall should so than that the their then "
@@ -328,8 +337,9 @@ class _Review:
             where = f"answer: sentence {s.number}"
             if _REASONING_TAG_RE.search(s.text):
                 yield ReasonCode.META_COMMENTARY, f"{where}: a reasoning trace"
-            for pattern in _META_RES:
-                found = pattern.search(s.text)
+            folded = s.text.casefold()
+            for pattern, on_folded in _META_RES:
+                found = pattern.search(folded if on_folded else s.text)
                 if found and not _cited_contain(s, found.group(), fold=True):
                     yield ReasonCode.META_COMMENTARY, f"{where}: talks about itself or its sources"
                     break
@@ -369,20 +379,21 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
     stripped = text.strip()
     if stripped == refusal:
         return "exact"
-    answer, wanted = _normalise(stripped), _normalise(refusal)
+    answer = _normalise(stripped)
+    wanted, marker, body = _refusal_forms(refusal)
     if not answer or not wanted:
         return None
     padded = f" {answer} "
     if f" {wanted} " in padded:
         return "the refusal with other text, case or punctuation"
-    marker = _REFUSAL_MARKER_RE.match(refusal)
-    if marker and re.search(rf"\b{re.escape(marker.group(1))}\b", text):
+    if marker and marker.search(text):
         return "the refusal marker"
-    body = _normalise(refusal[marker.end() :]) if marker else wanted
     if len(body.split()) >= 4 and f" {body} " in padded:
         return "the refusal sentence without its marker"
     if _close_to(answer, wanted):
         return "a close paraphrase of the refusal"
+    if not _ANY_REFUSAL_PHRASE_RE.search(text):
+        return None
     for pattern in _REFUSAL_PHRASE_RES:
         found = pattern.search(text)
         if found and not any(
@@ -390,6 +401,17 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         ):
             return "a refusal in other words"
     return None
+
+
+@lru_cache(maxsize=16)
+def _refusal_forms(refusal: str) -> tuple[str, re.Pattern[str] | None, str]:
+    """The refusal normalised, a search for its marker (if it has one), and its sentence."""
+    wanted = _normalise(refusal)
+    marker = _REFUSAL_MARKER_RE.match(refusal)
+    if marker is None:
+        return wanted, None, wanted
+    marker_re = re.compile(rf"\b{re.escape(marker.group(1))}\b")
+    return wanted, marker_re, _normalise(refusal[marker.end() :])
 
 
 _PARAPHRASE_RATIO = 0.8
@@ -489,9 +511,7 @@ def _follows_instruction(sentence: _Sentence) -> bool:
 
 def _id_like(token: str) -> bool:
     """Numbers, codes and acronyms: tokens with a digit, or two or more capitals only."""
-    return any(ch.isdigit() for ch in token) or (
-        len(token) > 1 and token.isalpha() and token.isupper()
-    )
+    return any(map(str.isdigit, token)) or (len(token) > 1 and token.isalpha() and token.isupper())
 
 
 def _suspicious_ids(sentences: list[_Sentence]) -> tuple[str, ...]:

@@ -25,12 +25,12 @@ _INSTRUCTION_RE = re.compile(
     r"|\b(?:say|print|output|write)\s+(?:only\s+)?exactly\b|\bsay\s*[:\"'\u201c]"
     r"|\btell\s+the\s+user\b|\bdo\s+not\s+(?:cite|mention|reveal)\b"
 )
-"""An evidence sentence that addresses the model rather than the reader (matched lower-cased:
+"""An evidence sentence that addresses the model rather than the reader (matched casefolded:
 a case-insensitive search is three times slower on the same text)."""
 
 
 def _search(text: str) -> bool:
-    return _INSTRUCTION_RE.search(text.lower()) is not None
+    return _INSTRUCTION_RE.search(text.casefold()) is not None
 
 
 _INSTRUCTION_CACHE: WeightedLRU[str, bool] = WeightedLRU(

@@ -258,6 +258,10 @@ def test_ids_and_the_word_evidence_are_allowed_where_the_cited_entry_says_them()
         "Reasoning: the limit is 3.5 bar. [C1]",
         "<think>the limit</think> The limit is 3.5 bar. [C1]",
         "Ignore all previous limits: 3.5 bar applies. [C1]",
+        "ACCORDING TO THE PROVIDED DOCUMENTS, the limit is 3.5 bar. [C1]",
+        # Case-insensitive as re.I was: the long s and the Kelvin sign count as s and k.
+        "According to the provided \u017fources, the limit is 3.5 bar. [C1]",
+        "Let me chec\u212a the limit of 3.5 bar. [C1]",
     ],
 )
 def test_talk_about_sources_instructions_or_reasoning_is_meta_commentary(meta):
