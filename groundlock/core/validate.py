@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import cache, lru_cache
 
@@ -66,18 +66,20 @@ _CITATION_LIST_RE = re.compile(
 _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _ID_TOKEN_RE = re.compile(r"[^\W_](?:[\w./:,\-]*[^\W_])?")
 
+# The leak and meta patterns read a sentence casefolded, so they are written in lower case
+# and compiled without re.I (twice as fast; folding treats the long s and the Kelvin sign
+# as s and k, as re.I did).
 _HEADER_SYNTAX_RE = re.compile(
-    r"(?i)\b(?:chunk_id|knowledge_id|faiss_id)\s*[=:]|\|\s*source\s*=|\[C\d+\s*\|"
+    r"\b(?:chunk_id|knowledge_id|faiss_id)\s*[=:]|\|\s*source\s*=|\[c\d+\s*\|"
 )
 _SECTION_SYNTAX_RE = re.compile(
-    rf"(?i)<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|={{3,}}\s*USER\s+MESSAGE"
+    rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|={{3,}}\s*user\s+message"
 )
-_EVIDENCE_WORD_RE = re.compile(r"(?i)\bevidence\b")
-_REASONING_TAG_RE = re.compile(rf"(?i)<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s*>")
+_EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
+_REASONING_TAG_RE = re.compile(rf"<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s*>")
 _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
-    # (pattern, whether it reads the casefolded sentence). Casefolded text and no re.I is
-    # twice as fast, and folding maps the long s and the Kelvin sign as re.I did; the first-person
-    # pattern is case-sensitive and reads the sentence as written.
+    # (pattern, whether it reads the casefolded sentence): all do but the first-person
+    # pattern, which is case-sensitive and reads the sentence as written.
     (re.compile(pattern.removeprefix("(?-i:").removesuffix(")")), False)
     if pattern.startswith("(?-i:")
     else (re.compile(pattern), True)
@@ -187,6 +189,11 @@ class _Sentence:
     """Its well-formed anchors, valid or not, in order."""
     cited: tuple[SelectedEvidence, ...]
     """The entries its valid anchors name, in order."""
+    folded: str = field(init=False)
+    """``text`` casefolded, once, for the many case-insensitive checks."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folded", self.text.casefold())
 
 
 class _Review:
@@ -324,22 +331,21 @@ class _Review:
         }
         for s in self.sentences:
             where = f"answer: sentence {s.number}"
-            if _HEADER_SYNTAX_RE.search(s.text):
+            if _HEADER_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
-            if _SECTION_SYNTAX_RE.search(s.text):
+            if _SECTION_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            if any(_mentions(s.text, i) and not _cited_contain(s, i, fold=True) for i in ids):
+            if any(_mentions(s.folded, i) and not _cited_contain(s, i, fold=True) for i in ids):
                 yield ReasonCode.METADATA_LEAK, f"{where}: an internal chunk or knowledge id"
-            found = _EVIDENCE_WORD_RE.search(s.text)
+            found = _EVIDENCE_WORD_RE.search(s.folded)
             if found and not _cited_contain(s, found.group(), fold=True):
                 yield ReasonCode.METADATA_LEAK, f"{where}: the word evidence"
         for s in self.sentences:
             where = f"answer: sentence {s.number}"
-            if _REASONING_TAG_RE.search(s.text):
+            if _REASONING_TAG_RE.search(s.folded):
                 yield ReasonCode.META_COMMENTARY, f"{where}: a reasoning trace"
-            folded = s.text.casefold()
             for pattern, on_folded in _META_RES:
-                found = pattern.search(folded if on_folded else s.text)
+                found = pattern.search(s.folded if on_folded else s.text)
                 if found and not _cited_contain(s, found.group(), fold=True):
                     yield ReasonCode.META_COMMENTARY, f"{where}: talks about itself or its sources"
                     break
@@ -458,9 +464,9 @@ def _repeats_template(words: list[str], version: str) -> bool:
     )
 
 
-def _mentions(text: str, token: str) -> bool:
-    """Whether the id ``token`` stands in ``text`` as a whole (any case, hyphens bind)."""
-    return _bounded_in(token.casefold(), text.casefold(), r"\w-")
+def _mentions(folded: str, token: str) -> bool:
+    """Whether the id ``token`` stands in casefolded text as a whole (any case, hyphens bind)."""
+    return _bounded_in(token.casefold(), folded, r"\w-")
 
 
 # Evidence texts recur across the sentences and checks of one answer (and across requests

@@ -22,28 +22,36 @@ REASONING_TAG_NAMES: tuple[str, ...] = ("think", "thinking", "reasoning", "analy
 """Tags models wrap reasoning traces in."""
 
 _PROSE_TAGS = "|".join((*FENCE_TAG_NAMES, *REASONING_TAG_NAMES))
-_CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN)),
-    ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]")),
-    ("a Markdown link", re.compile(r"\]\(|^\s*\[[^\]\n]+\]\s*:", re.MULTILINE)),
-    ("an invisible character", re.compile("[\u2800\u3164\u115f\u1160\uffa0]")),
+# (kind, pattern, whether it reads the casefolded text). Case-insensitive patterns are
+# written in lower case and read the casefolded answer: twice as fast as re.I.
+_CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
+    ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN), False),
+    ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]"), False),
+    ("a Markdown link", re.compile(r"\]\(|^\s*\[[^\]\n]+\]\s*:", re.MULTILINE), False),
+    ("an invisible character", re.compile("[\u2800\u3164\u115f\u1160\uffa0]"), False),
     (
         "a URL",
         re.compile(
-            r"(?i)\bhttps?\s*:|\b[a-z][a-z0-9+.\-]{1,15}\s*:\s*//|\b(?:mailto|tel|sms)\s*:"
+            r"\bhttps?\s*:|\b[a-z][a-z0-9+.\-]{1,15}\s*:\s*//|\b(?:mailto|tel|sms)\s*:"
             r"|\\\\[^\W_]|[^\s@]+@[^\W_][\w-]*\.[a-z]{2,}"
             r"|\bwww\.[^\W_]"
             r"|(?<![\w:/])/[/\\][^\W_][\w-]*(?:[.:][\w-]+)*"
             r"|\bdata\s*:\s*[a-z]+/"
         ),
+        True,
     ),
-    ("a script URL", re.compile(r"(?i)\b(?:java|vb|live)script\s*:")),
+    ("a script URL", re.compile(r"\b(?:java|vb|live)script\s*:"), True),
     # ``<C0>`` and ``[C<n>]`` are anchors gone wrong, not markup: the anchor check names them.
     (
         "an HTML tag",
-        re.compile(rf"(?i)<\s*/?\s*(?!(?:{_PROSE_TAGS}|n)\s*>|c\s*\d)[a-z!?]"),
+        re.compile(rf"<\s*/?\s*(?!(?:{_PROSE_TAGS}|n)\s*>|c\s*\d)[a-z!?]"),
+        True,
     ),
-    ("an HTML entity", re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});")),
+    (
+        "an HTML entity",
+        re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});"),
+        False,
+    ),
 )
 
 
@@ -57,7 +65,8 @@ def unsafe_output(text: str) -> str | None:
     >>> unsafe_output("Pressure < 3 bar and flow > 2 l/min. [C1]") is None
     True
     """
-    for kind, pattern in _CHECKS:
-        if pattern.search(text):
+    folded = text.casefold()
+    for kind, pattern, on_folded in _CHECKS:
+        if pattern.search(folded if on_folded else text):
             return kind
     return None
