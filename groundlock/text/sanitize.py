@@ -36,6 +36,7 @@ from groundlock.text._cache import WeightedLRU
 __all__ = [
     "FENCE_TAG_NAMES",
     "HIDDEN_CHARACTERS_PATTERN",
+    "HIDDEN_RANGES",
     "SANITIZE_CACHE",
     "WHITESPACE_CHARACTERS",
     "SanitizedText",
@@ -45,7 +46,7 @@ __all__ = [
 
 # Unicode 14.0: categories Cf and Cs, Cc minus the controls str.split() treats as whitespace,
 # and Default_Ignorable_Code_Point. Frozen for safe_normalize_v1.
-_HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
+HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
     (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F), (0x00AD, 0x00AD),
     (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
     (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
@@ -84,7 +85,7 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-HIDDEN_CHARACTERS_PATTERN = _char_class(_HIDDEN_RANGES)
+HIDDEN_CHARACTERS_PATTERN = _char_class(HIDDEN_RANGES)
 """A regex character class matching every character that step 1 removes."""
 _HIDDEN_RE = re.compile(HIDDEN_CHARACTERS_PATTERN)
 

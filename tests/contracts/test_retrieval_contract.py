@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from groundlock import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.contracts._fields import Identifier
+from groundlock.text.sanitize import HIDDEN_CHARACTERS_PATTERN, WHITESPACE_CHARACTERS
 from tests.builders import make_bundle
 
 
@@ -93,3 +96,31 @@ def test_ids_off_the_ascii_fast_path_are_still_checked(chunk_id: str):
     else:
         with pytest.raises(ValidationError):
             RetrievalRow.model_validate(row)
+
+
+def test_the_id_rule_agrees_with_the_sanitiser_on_every_code_point():
+    # The id pattern runs in pydantic-core's Rust engine; the reference here is the Python
+    # rule spelled from the sanitiser's own definitions: no header character, no hidden
+    # character, no whitespace but the space, and no space at either end.
+    forbidden = re.compile(
+        "[" + re.escape("[]|<>" + "".join(WHITESPACE_CHARACTERS - {" "})) + "]|"
+        + HIDDEN_CHARACTERS_PATTERN
+    )  # fmt: skip
+    ids = TypeAdapter(Identifier)
+
+    def accepted(value: str) -> bool:
+        try:
+            ids.validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
+    disagreements = [
+        hex(point)
+        for point in range(0x110000)
+        for value in (f"a{chr(point)}b",)
+        if accepted(value) is bool(forbidden.search(value))
+    ]
+    assert disagreements == []
+    assert (accepted(" a"), accepted("a "), accepted("a b")) == (False, False, True)
+    assert (accepted("x" * 256), accepted("x" * 257)) == (True, False)
