@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from typing_extensions import override
+
+from groundlock._frozen import FrozenModel
 
 __all__ = ["CONTRACT_CONFIG", "Contract"]
 
@@ -23,7 +25,7 @@ CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 """Every stage boundary is immutable and closed to unknown fields."""
 
 
-class Contract(BaseModel):
+class Contract(FrozenModel):
     """Frozen, ``extra="forbid"`` model whose invariants are checked once, at build time."""
 
     model_config = CONTRACT_CONFIG

@@ -14,7 +14,9 @@ from decimal import ROUND_FLOOR, Decimal
 from functools import cached_property
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from groundlock._frozen import FrozenModel
 
 __all__ = ["ExecutionLimits", "InputLimits", "Policy"]
 
@@ -22,7 +24,7 @@ _Positive = Annotated[StrictInt, Field(ge=1)]
 _Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
-class InputLimits(BaseModel):
+class InputLimits(FrozenModel):
     """Resource limits checked before any parsing work, so oversized input costs nothing."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -38,7 +40,7 @@ class InputLimits(BaseModel):
 _Seconds = Annotated[float, Field(gt=0.0, allow_inf_nan=False, strict=True)]
 
 
-class ExecutionLimits(BaseModel):
+class ExecutionLimits(FrozenModel):
     """How long and how often R4 may try the model; there is no other retry layer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,7 +67,7 @@ class ExecutionLimits(BaseModel):
         return self
 
 
-class Policy(BaseModel):
+class Policy(FrozenModel):
     """A frozen, versioned selection and budget policy (``001`` R2.2 snapshot and more)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -132,11 +134,12 @@ class Policy(BaseModel):
             raise ValueError("allowed_knowledge_types must not repeat a type")
         return self
 
-    @property
+    @cached_property
     def max_chunk_tokens(self) -> int:
         """Token ceiling for one evidence entry: ``floor(ratio * max_evidence_tokens)``.
 
-        Computed in decimal so that ``0.35 * 2200`` is 770, not 769 from binary rounding.
+        Cached: R2 reads it for every row, and the policy is frozen. Computed in decimal
+        so that ``0.35 * 2200`` is 770, not 769 from binary rounding.
         """
         exact = Decimal(str(self.max_chunk_token_ratio)) * self.max_evidence_tokens
         return int(exact.to_integral_value(rounding=ROUND_FLOOR))

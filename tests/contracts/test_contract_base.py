@@ -45,3 +45,21 @@ def test_json_round_trip_rechecks_everything():
     broken = RESULT.model_dump_json().replace('"anchor":"C1"', '"anchor":"C7"')
     with pytest.raises(ValidationError, match="anchors must be C0, C1"):
         LLMExecutionResult.model_validate_json(broken)
+
+
+def test_a_copy_with_changes_is_validated_like_any_new_contract():
+    prompt = RESULT.prompt
+    assert prompt.prompt_bytes  # cached on the original
+    edited = prompt.messages[1].model_copy(update={"content": "Something else entirely."})
+    # pydantic's own model_copy would build this without a check, carrying the original's
+    # cached prompt_bytes next to messages that no longer hash to prompt_sha256.
+    with pytest.raises(ValidationError, match="prompt_sha256"):
+        prompt.model_copy(update={"messages": (prompt.messages[0], edited)})
+    with pytest.raises(ValidationError, match="extra"):
+        prompt.model_copy(update={"no_such_field": 1})
+
+
+def test_a_plain_copy_keeps_the_content_and_its_cached_values():
+    copy = RESULT.prompt.model_copy()
+    assert copy == RESULT.prompt
+    assert copy.prompt_bytes == RESULT.prompt.prompt_bytes

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from groundlock import Policy, PolicyError, TokenizerUnavailableError, load_policy, lock_policy
+from groundlock import (
+    AssembleEvidence,
+    Policy,
+    PolicyError,
+    TokenizerUnavailableError,
+    load_policy,
+    lock_policy,
+)
 from groundlock.policies import available_policies
 
 BUILTIN = Path(load_policy.__code__.co_filename).parent / "R2_POLICY_V1.json"
@@ -130,3 +137,28 @@ def test_policy_naming_an_encoding_without_an_offline_copy_refuses_to_load(tmp_p
 def test_unknown_builtin_name_lists_what_exists():
     with pytest.raises(PolicyError, match="available: R2_POLICY_V1"):
         load_policy("R3_POLICY_V1")
+
+
+def test_a_copied_builtin_with_a_changed_value_is_refused_by_every_stage():
+    builtin = load_policy("R2_POLICY_V1")
+    assert builtin.policy_sha256  # computed, and cached on the instance
+    changed = builtin.model_copy(update={"min_similarity_score": 0.01})
+    assert changed.policy_sha256 != builtin.policy_sha256
+    with pytest.raises(PolicyError, match="content differs"):
+        AssembleEvidence(policy=changed)
+
+
+def test_a_renamed_copy_recomputes_what_it_derives():
+    builtin = load_policy("R2_POLICY_V1")
+    assert builtin.max_chunk_tokens == 770
+    renamed = builtin.model_copy(
+        update={"policy_version": "PLANT_V1", "max_chunk_token_ratio": 0.5}
+    )
+    assert renamed.max_chunk_tokens == 1100
+    assert renamed.policy_sha256 != builtin.policy_sha256
+    AssembleEvidence(policy=renamed)  # a new name may carry new values
+
+
+def test_a_copy_that_breaks_an_invariant_is_refused():
+    with pytest.raises(ValidationError, match="backoff"):
+        load_policy().execution.model_copy(update={"backoff_initial_seconds": 1e6})
