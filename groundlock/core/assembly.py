@@ -215,6 +215,10 @@ class _Walk:
         self.counter = counter
         self.filters = filters
         self.admitted: list[_Admitted] = []
+        self.admitted_shingles: set[str] = set()
+        """The union of the admitted entries' shingles: a candidate covered by less than
+        the threshold of the union is covered by less of each entry, so the per-entry
+        comparison (one set intersection per admitted entry) only runs when it could fail."""
         self.dropped: list[DroppedRow] = []
         self.per_knowledge: Counter[str] = Counter()
         self.tokens_used = 0
@@ -249,7 +253,9 @@ class _Walk:
             return DropReason.DROP_EMPTY_AFTER_SANITIZE
         size, threshold = policy.overlap_shingle_words, policy.overlap_ratio_threshold
         row_shingles = shingles(clean.text, size)
-        if any(covered_fraction(row_shingles, a.shingles) > threshold for a in self.admitted):
+        if covered_fraction(row_shingles, self.admitted_shingles) > threshold and any(
+            covered_fraction(row_shingles, a.shingles) > threshold for a in self.admitted
+        ):
             return DropReason.DROP_DUP
 
         anchor = anchor_for(len(self.admitted))
@@ -290,6 +296,7 @@ class _Walk:
         )
         shown = shingles(text, size) if truncated else row_shingles
         self.admitted.append(_Admitted(evidence, shown))
+        self.admitted_shingles |= shown
         return None
 
 

@@ -50,7 +50,7 @@ def shingles(text: str, size: int) -> frozenset[str]:
     return SHINGLE_CACHE((text, size))
 
 
-def covered_fraction(candidate: frozenset[str], admitted: frozenset[str]) -> float:
+def covered_fraction(candidate: frozenset[str], admitted: frozenset[str] | set[str]) -> float:
     """Share of ``candidate``'s shingles already present in ``admitted``; 0.0 if either is empty.
 
     >>> covered_fraction(shingles("a b c d", 3), shingles("x a b c d y", 3))

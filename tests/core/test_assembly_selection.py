@@ -181,6 +181,23 @@ def test_partially_overlapping_windows_are_not_duplicates():
     assert _selected(result) == ["chunk-000", "chunk-001"]
 
 
+def test_a_chunk_stitched_from_two_admitted_ones_is_not_a_duplicate_of_either():
+    # Covered entirely by the admitted entries together, but by half of each: duplicates
+    # are judged against each admitted entry, never against their union.
+    first, second = distinct_text(21, words=80), distinct_text(22, words=80)
+    stitched = " ".join(first.split()[40:] + second.split()[:40])
+    rows = [make_row(i, chunk_text=t) for i, t in enumerate((first, second, stitched))]
+    result = _ok(make_bundle(rows))
+    assert _selected(result) == ["chunk-000", "chunk-001", "chunk-002"]
+
+
+def test_a_copy_of_the_second_admitted_chunk_is_a_duplicate():
+    first, second = distinct_text(23, words=80), distinct_text(24, words=80)
+    rows = [make_row(i, chunk_text=t) for i, t in enumerate((first, second, second + " Done."))]
+    result = _ok(make_bundle(rows))
+    assert _drops(result) == {"chunk-002": DropReason.DROP_DUP}
+
+
 def test_longer_chunk_containing_an_admitted_short_one_is_kept():
     long_text = distinct_text(11, words=200)
     short = " ".join(long_text.split()[:9])
