@@ -371,7 +371,18 @@ def _trace(
         token_encoding=policy.token_encoding,
         sanitization_mode=policy.sanitization_mode,
         ordering_mode=policy.ordering_mode,
-        thresholds=AssemblyThresholds(
+        thresholds=_thresholds(policy),
+    )
+
+
+_THRESHOLDS: dict[str, AssemblyThresholds] = {}
+"""Per policy hash (a handful per process): the same thresholds for every request."""
+
+
+def _thresholds(policy: Policy) -> AssemblyThresholds:
+    found = _THRESHOLDS.get(policy.policy_sha256)
+    if found is None:
+        found = _THRESHOLDS[policy.policy_sha256] = AssemblyThresholds(
             min_top_similarity_score=policy.min_top_similarity_score,
             min_similarity_score=policy.min_similarity_score,
             overlap_ratio_threshold=policy.overlap_ratio_threshold,
@@ -379,8 +390,8 @@ def _trace(
             max_chunks_per_knowledge_id=policy.max_chunks_per_knowledge_id,
             max_evidence_tokens=policy.max_evidence_tokens,
             max_chunk_tokens=policy.max_chunk_tokens,
-        ),
-    )
+        )
+    return found
 
 
 def _admitted(
