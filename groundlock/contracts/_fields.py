@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError, core_schema
 from groundlock.text.sanitize import HIDDEN_RANGES, WHITESPACE_CHARACTERS
 
 __all__ = [
+    "ChunkText",
     "Identifier",
     "IsoDate",
     "NonNegativeFinite",
@@ -64,33 +65,29 @@ METADATA_TEXT_PATTERN = rf"^[^ {_FORBIDDEN}](?:[^{_FORBIDDEN}]*[^ {_FORBIDDEN}])
 """A whole metadata value: no forbidden character, and no space at either end."""
 
 
-@dataclass(frozen=True, slots=True)
-class _MetadataText:
-    """A strict string of 1..max_length characters matching ``METADATA_TEXT_PATTERN``.
+@dataclass(frozen=True, slots=True, eq=False)
+class _Checked:
+    """A field type pydantic-core checks without calling Python: hot, per-row fields.
 
-    A wrong type keeps pydantic's own error (``string_type``); a string that breaks the
-    rules gets the ``identifier`` error, whatever rule it broke.
+    ``strict`` decides the type (a wrong type keeps pydantic's own error, e.g.
+    ``string_type``); ``rules`` then checks the value, and whatever rule it breaks is
+    reported as ``error_type`` with ``message``, naming the rule and never the value.
     """
 
-    max_length: int
+    strict: core_schema.CoreSchema
+    rules: core_schema.CoreSchema
+    error_type: str
+    message: str
+    json_schema: JsonSchemaValue
 
     def __get_pydantic_core_schema__(
         self, source: object, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         return core_schema.chain_schema(
             [
-                core_schema.str_schema(strict=True),
+                self.strict,
                 core_schema.custom_error_schema(
-                    core_schema.str_schema(
-                        max_length=self.max_length, pattern=METADATA_TEXT_PATTERN
-                    ),
-                    custom_error_type="identifier",
-                    custom_error_message=(
-                        "must be 1 to {max_length} characters on one line, with no space at "
-                        "either end and no '[', ']', '|', '<', '>', tab, control or invisible "
-                        "character"
-                    ),
-                    custom_error_context={"max_length": self.max_length},
+                    self.rules, custom_error_type=self.error_type, custom_error_message=self.message
                 ),
             ]
         )
@@ -98,28 +95,54 @@ class _MetadataText:
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        # The pattern is in Rust regex syntax, which JSON Schema readers (ECMA-262) do not
-        # share: publish the type and the length only, in both modes.
-        return {"type": "string", "maxLength": self.max_length}
+        # Published as written here, in both modes: the id pattern is in Rust regex
+        # syntax, which JSON Schema readers (ECMA-262) do not share.
+        return dict(self.json_schema)
 
 
-Identifier = Annotated[str, _MetadataText(256)]
+def _metadata_text(max_length: int) -> _Checked:
+    return _Checked(
+        strict=core_schema.str_schema(strict=True),
+        rules=core_schema.str_schema(max_length=max_length, pattern=METADATA_TEXT_PATTERN),
+        error_type="identifier",
+        message=(
+            f"must be 1 to {max_length} characters on one line, with no space at either end "
+            "and no '[', ']', '|', '<', '>', tab, control or invisible character"
+        ),
+        json_schema={"type": "string", "maxLength": max_length},
+    )
+
+
+Identifier = Annotated[str, _metadata_text(256)]
 """An id that appears in evidence headers or audit rows: printable, single-line, no brackets."""
 
-SourceReference = Annotated[str, _MetadataText(512)]
+SourceReference = Annotated[str, _metadata_text(512)]
 """A human-readable source (document title, page); same character rules, up to 512 chars."""
 
-
-def _check_similarity(value: float) -> float:
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise PydanticCustomError(
-            "similarity_integrity", "must be a finite number between 0.0 and 1.0"
-        )
-    return value
-
-
-Similarity = Annotated[float, Strict(), AfterValidator(_check_similarity)]
+Similarity = Annotated[
+    float,
+    _Checked(
+        strict=core_schema.float_schema(strict=True),
+        rules=core_schema.float_schema(ge=0.0, le=1.0, allow_inf_nan=False),
+        error_type="similarity_integrity",
+        message="must be a finite number between 0.0 and 1.0",
+        json_schema={"type": "number", "minimum": 0.0, "maximum": 1.0},
+    ),
+]
 """A retrieval score normalised to [0, 1]; strings and booleans are type errors."""
+
+ChunkText = Annotated[
+    str | None,
+    _Checked(
+        strict=core_schema.nullable_schema(core_schema.str_schema(strict=True)),
+        rules=core_schema.str_schema(min_length=1),
+        error_type="text_integrity",
+        message="chunk_text must be a non-empty string",
+        json_schema={"anyOf": [{"type": "string"}, {"type": "null"}]},
+    ),
+]
+"""Raw chunk text: a string, where null or empty is a text-integrity failure (V4), not a
+schema error, so the reason code names the rule the spec gives it."""
 
 
 def _check_non_negative_finite(value: float) -> float:

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts._fields import (
+    ChunkText,
     Identifier,
     IsoDate,
     NonNegativeFinite,
@@ -45,7 +46,7 @@ class RetrievalRow(Contract):
     """Retriever rank; a bundle's ranks are exactly 0..n-1. Orders evidence and anchors."""
     similarity_score: Similarity
     """Retrieval score in [0, 1] (``similarity`` in ``000``). Gated, never shown to clients."""
-    chunk_text: StrictStr | None
+    chunk_text: ChunkText
     """Raw chunk text. Null or empty fails V4; R2 sanitises it before it reaches a prompt."""
     knowledge_id: Identifier | None = None
     """Source document id; caps and public citations group by it. Defaults to ``chunk_id``."""
@@ -74,13 +75,6 @@ class RetrievalRow(Contract):
             )
         merged["similarity_score"] = alias_value
         return merged
-
-    @field_validator("chunk_text")
-    @classmethod
-    def _text_present(cls, value: str | None) -> str:
-        if not value:
-            raise PydanticCustomError("text_integrity", "chunk_text must be a non-empty string")
-        return value
 
     def _check(self) -> None:
         if self.knowledge_id is None and (
