@@ -336,6 +336,9 @@ def _dropped(row: RetrievalRow, reason: DropReason) -> DroppedRow:
     return DroppedRow(chunk_id=row.chunk_id, rank=row.rank, reason=reason)
 
 
+_DROP_REASONS = tuple(DropReason)
+
+
 def _metrics(
     retrieved: int,
     selected: tuple[SelectedEvidence, ...],
@@ -348,7 +351,7 @@ def _metrics(
         retrieved_k=retrieved,
         selected_k=len(selected),
         evidence_token_count=sum(item.token_count for item in selected),
-        drop_counts={reason: counts.get(reason, 0) for reason in DropReason},
+        drop_counts={reason: counts.get(reason, 0) for reason in _DROP_REASONS},
         dropped_rows=dropped,
         truncation_applied=any(item.truncated for item in selected),
         hidden_characters_removed=hidden_removed,
