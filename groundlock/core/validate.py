@@ -110,7 +110,7 @@ _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
     )
 )
 _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern, re.IGNORECASE)
+    re.compile(pattern)  # lower case, read on the casefolded answer like the meta patterns
     for pattern in (
         r"\b(?:evidence|context|documents?|documentation|sources?|manual|information|text|records?)"
         r"\s+(?:does|do|did)\s*(?:not|n't)\s+(?:contain|include|provide|have|give|mention"
@@ -122,9 +122,7 @@ _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
         r"\bno\s+(?:relevant\s+)?information\s+(?:is\s+|was\s+)?(?:available|provided|found|given)\b",
     )
 )
-_ANY_REFUSAL_PHRASE_RE = re.compile(
-    "|".join(f"(?:{p.pattern})" for p in _REFUSAL_PHRASE_RES), re.IGNORECASE
-)
+_ANY_REFUSAL_PHRASE_RE = re.compile("|".join(f"(?:{p.pattern})" for p in _REFUSAL_PHRASE_RES))
 """One search that rules all of them out at once, the usual case."""
 _STOPWORDS = frozenset(
     "a an and any are as at be been by can could did do does for from had has have how if in "
@@ -398,13 +396,12 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         return "the refusal sentence without its marker"
     if _close_to(answer, wanted):
         return "a close paraphrase of the refusal"
-    if not _ANY_REFUSAL_PHRASE_RE.search(text):
+    folded = text.casefold()
+    if not _ANY_REFUSAL_PHRASE_RE.search(folded):
         return None
     for pattern in _REFUSAL_PHRASE_RES:
-        found = pattern.search(text)
-        if found and not any(
-            found.group().casefold() in _folded(e.sanitized_text) for e in entries
-        ):
+        found = pattern.search(folded)
+        if found and not any(found.group() in _folded(e.sanitized_text) for e in entries):
             return "a refusal in other words"
     return None
 
@@ -423,6 +420,11 @@ def _refusal_forms(refusal: str) -> tuple[str, re.Pattern[str] | None, str]:
 _PARAPHRASE_RATIO = 0.8
 
 
+@lru_cache(maxsize=16)
+def _vocabulary(refusal: str) -> frozenset[str]:
+    return frozenset(refusal.split())
+
+
 def _close_to(answer: str, wanted: str) -> bool:
     """Whether ``answer`` is a near-copy of the refusal (a word or two changed).
 
@@ -432,6 +434,11 @@ def _close_to(answer: str, wanted: str) -> bool:
     said, refusal = answer.split(), wanted.split()
     shorter, longer = sorted((len(said), len(refusal)))
     if 2 * shorter / (shorter + longer) < _PARAPHRASE_RATIO:
+        return False
+    # Words of the answer found anywhere in the refusal bound the matching words too.
+    vocabulary = _vocabulary(wanted)
+    shared = sum(1 for word in said if word in vocabulary)
+    if 2 * shared / (len(said) + len(refusal)) < _PARAPHRASE_RATIO:
         return False
     matcher = SequenceMatcher(None, said, refusal, autojunk=False)
     # quick_ratio (shared words, in any order) bounds ratio from above and is much cheaper.
