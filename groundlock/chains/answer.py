@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from langchain_core.runnables.config import (
     ensure_config,
     get_async_callback_manager_for_config,
     get_callback_manager_for_config,
-    patch_config,
 )
 from typing_extensions import override
 
@@ -52,7 +52,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
         manager = get_callback_manager_for_config(config)
         if manager.handlers or manager.inheritable_handlers:
             return super().invoke(input, config, **kwargs)
-        quiet = patch_config(config, callbacks=manager)
+        quiet = _quiet(config, manager)
         for step in self.steps:
             input = step.invoke(input, quiet)
         return cast("PublicResponse", input)
@@ -65,10 +65,22 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
         manager = get_async_callback_manager_for_config(config)
         if manager.handlers or manager.inheritable_handlers:
             return await super().ainvoke(input, config, **kwargs)
-        quiet = patch_config(config, callbacks=manager)
+        quiet = _quiet(config, manager)
         for step in self.steps:
             input = await step.ainvoke(input, quiet)
         return cast("PublicResponse", input)
+
+
+def _quiet(config: RunnableConfig, manager: BaseCallbackManager) -> RunnableConfig:
+    """``patch_config(config, callbacks=manager)`` without its second ``ensure_config``.
+
+    The steps get the (empty) manager; the chain's own run name and id stay with the chain.
+    """
+    quiet = config.copy()
+    quiet["callbacks"] = manager
+    quiet.pop("run_name", None)
+    quiet.pop("run_id", None)
+    return quiet
 
 
 def grounded_answer_chain(
