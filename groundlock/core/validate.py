@@ -206,15 +206,18 @@ class _Review:
         self.scan = scan_anchors(self.text)
         self.body_anchors = _anchors(self.body)
         self.refusal = _refusal_kind(self.text, policy.refusal_text, self.entries.values())
-        stated = (s for s in split_sentences(self.body) if _ALNUM_RE.search(without_anchors(s)))
+        said = ((raw, without_anchors(raw)) for raw in split_sentences(self.body))
+        stated = [(raw, text) for raw, text in said if _ALNUM_RE.search(text)]
         self.sentences = [
             _Sentence(
                 number=number,
-                text=without_anchors(raw),
+                text=text,
                 anchors=tuple(anchors),
                 cited=tuple(self.entries[a] for a in anchors if a in self.entries),
             )
-            for number, (raw, anchors) in enumerate(((r, _anchors(r)) for r in stated), start=1)
+            for number, (text, anchors) in enumerate(
+                ((text, _anchors(raw)) for raw, text in stated), start=1
+            )
         ]
         self.used_anchors = tuple(a for s in self.sentences for a in s.anchors)
         """Anchors that belong to a sentence; the rest stand alone and cite nothing."""

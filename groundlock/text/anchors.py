@@ -32,8 +32,9 @@ _C = "Cc\u0421\u0441\uff23\uff43\u216d\u217d\u03f9\u03f2"
 _START = rf"[{_OPEN}]\s*[{_C}][\s\-+_#:]*(?:\d|<|n\s*[{_CLOSE}])"
 _GROUP_RE = re.compile(rf"{_START}[^{_OPEN}{_CLOSE}\n]{{0,40}}[{_CLOSE}]?")
 """One bracketed anchor-like group, ``[C0, C1]`` included, counted once."""
-_STRAY_RE = re.compile(rf"(?<![\w{_OPEN}])[{_C}]\s*\d+\s*[{_SQUARE_CLOSE}]")
-"""``C0]``: an anchor that lost its opening bracket."""
+_STRAY_RE = re.compile(rf"[{_C}](?<![\w{_OPEN}][{_C}])\s*\d+\s*[{_SQUARE_CLOSE}]")
+"""``C0]``: an anchor that lost its opening bracket (a C not preceded by a word character or
+an opening bracket). The C comes first so the regex engine can skip to candidate Cs."""
 
 
 @dataclass(frozen=True, slots=True)
