@@ -9,6 +9,7 @@ that tried to build anything else would fail loudly instead of passing a half-bu
 from __future__ import annotations
 
 from datetime import date
+from functools import cached_property
 
 from pydantic import NonNegativeInt, field_validator
 
@@ -69,14 +70,14 @@ class SelectedEvidence(Contract):
             raise ValueError("sanitized_text must be non-empty safe_normalize_v1 output")
         return value
 
-    @property
+    @cached_property
     def header(self) -> str:
-        """The entry's header line."""
+        """The entry's header line (cached: R2 renders it, and its check renders it again)."""
         return render_evidence_header(
             self.anchor, self.chunk_id, self.knowledge_id, self.source_reference
         )
 
-    @property
+    @cached_property
     def entry_text(self) -> str:
         """The exact bytes this entry contributes to ``evidence_block_text``."""
         return f"{self.header}{HEADER_TEXT_SEPARATOR}{self.sanitized_text}{ENTRY_SEPARATOR}"

@@ -18,7 +18,7 @@ import re
 from datetime import date
 from typing import Annotated
 
-from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, StrictInt, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from groundlock.contracts._base import Contract
@@ -44,7 +44,9 @@ class RetrievalRow(Contract):
     """Stable id of the chunk; anchors map to it one to one."""
     rank: StrictInt
     """Retriever rank; a bundle's ranks are exactly 0..n-1. Orders evidence and anchors."""
-    similarity_score: Similarity
+    similarity_score: Annotated[
+        Similarity, Field(validation_alias=AliasChoices("similarity_score", "similarity"))
+    ]
     """Retrieval score in [0, 1] (``similarity`` in ``000``). Gated, never shown to clients."""
     chunk_text: ChunkText
     """Raw chunk text. Null or empty fails V4; R2 sanitises it before it reaches a prompt."""
@@ -63,18 +65,17 @@ class RetrievalRow(Contract):
 
     @model_validator(mode="before")
     @classmethod
-    def _merge_similarity_alias(cls, data: object) -> object:
-        if not isinstance(data, dict) or "similarity" not in data:
+    def _alias_agrees(cls, data: object) -> object:
+        # ``similarity`` is an alias (AliasChoices maps it without copying the row); giving
+        # both names is allowed only when they agree.
+        if type(data) is not dict or "similarity" not in data or "similarity_score" not in data:
             return data
-        merged = dict(data)
-        alias_value = merged.pop("similarity")
-        if "similarity_score" in merged and merged["similarity_score"] != alias_value:
+        if data["similarity_score"] != data["similarity"]:
             raise PydanticCustomError(
                 "similarity_integrity",
                 "similarity and similarity_score are both given and differ",
             )
-        merged["similarity_score"] = alias_value
-        return merged
+        return {key: value for key, value in data.items() if key != "similarity"}
 
     def _check(self) -> None:
         if self.knowledge_id is None and (

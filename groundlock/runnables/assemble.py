@@ -30,7 +30,7 @@ class AssembleEvidence(PolicyStage[RetrievalBundle, AnswerBundle]):
     >>> result.assembly_status.value, result.reason_code.value
     ('FAILED', 'SIMILARITY_INTEGRITY')
     >>> result.message
-    'results[0].similarity_score: must be a finite number between 0.0 and 1.0'
+    'results[0].similarity: must be a finite number between 0.0 and 1.0'
     """
 
     name: str | None = "R2.AssembleEvidence"

@@ -81,8 +81,9 @@ def test_missing_row_field_is_named(field: str):
 )
 def test_wrong_row_value_type_is_schema_invalid(field: str, value: Any):
     rows = [make_row(0), make_row(1, **{field: value})]
-    expected = "similarity_score" if field == "similarity" else field
-    _failed(make_bundle(rows), ReasonCode.INPUT_SCHEMA_INVALID, f"results[1].{expected}")
+    # The message names the key as the caller wrote it (000's similarity, 001's
+    # similarity_score).
+    _failed(make_bundle(rows), ReasonCode.INPUT_SCHEMA_INVALID, f"results[1].{field}")
 
 
 @pytest.mark.parametrize(
@@ -205,7 +206,7 @@ def test_duplicate_chunk_ids_fail_because_an_anchor_must_map_to_one_chunk():
 
 def test_schema_errors_take_precedence_over_rank_errors():
     rows = [make_row(0, rank=0), make_row(1, rank=0, similarity="high")]
-    _failed(make_bundle(rows), ReasonCode.INPUT_SCHEMA_INVALID, "results[1].similarity_score")
+    _failed(make_bundle(rows), ReasonCode.INPUT_SCHEMA_INVALID, "results[1].similarity")
 
 
 # V3: similarity -------------------------------------------------------------------------
@@ -214,10 +215,15 @@ def test_schema_errors_take_precedence_over_rank_errors():
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -0.01, 1.0001, 7])
 def test_similarity_must_be_finite_and_within_unit_interval(value: float):
     rows = [make_row(0), make_row(1, similarity=value)]
-    message = _failed(
-        make_bundle(rows), ReasonCode.SIMILARITY_INTEGRITY, "results[1].similarity_score"
-    )
+    message = _failed(make_bundle(rows), ReasonCode.SIMILARITY_INTEGRITY, "results[1].similarity")
     assert str(value) not in message  # scores never leak into messages
+    row_001 = make_row(1, similarity_score=value)
+    del row_001["similarity"]
+    _failed(
+        make_bundle([make_row(0), row_001]),
+        ReasonCode.SIMILARITY_INTEGRITY,
+        "results[1].similarity_score",
+    )
 
 
 def test_both_similarity_spellings_are_accepted_and_must_agree():
