@@ -46,6 +46,7 @@ from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 from groundlock.text.anchors import ANCHOR_RE, scan_anchors, without_anchors
+from groundlock.text.fold import fold
 from groundlock.text.injection import addresses_the_model
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 from groundlock.text.sentences import split_sentences
@@ -66,7 +67,8 @@ _CITATION_LIST_RE = re.compile(
 _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _ID_TOKEN_RE = re.compile(r"[^\W_](?:[\w./:,\-]*[^\W_])?")
 
-# The leak and meta patterns read a sentence casefolded, so they are written in lower case
+# The leak and meta patterns read a sentence folded (groundlock.text.fold: exactly what re.I
+# sees), so they are written in lower case
 # and compiled without re.I (twice as fast; folding treats the long s and the Kelvin sign
 # as s and k, as re.I did).
 _HEADER_SYNTAX_RE = re.compile(
@@ -78,7 +80,7 @@ _SECTION_SYNTAX_RE = re.compile(
 _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
 _REASONING_TAG_RE = re.compile(rf"<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s*>")
 _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
-    # (pattern, whether it reads the casefolded sentence): all do but the first-person
+    # (pattern, whether it reads the folded sentence): all do but the first-person
     # pattern, which is case-sensitive and reads the sentence as written.
     (re.compile(pattern.removeprefix("(?-i:").removesuffix(")")), False)
     if pattern.startswith("(?-i:")
@@ -110,7 +112,7 @@ _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
     )
 )
 _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern)  # lower case, read on the casefolded answer like the meta patterns
+    re.compile(pattern)  # lower case, read on the folded answer like the meta patterns
     for pattern in (
         r"\b(?:evidence|context|documents?|documentation|sources?|manual|information|text|records?)"
         r"\s+(?:does|do|did)\s*(?:not|n't)\s+(?:contain|include|provide|have|give|mention"
@@ -188,10 +190,10 @@ class _Sentence:
     cited: tuple[SelectedEvidence, ...]
     """The entries its valid anchors name, in order."""
     folded: str = field(init=False)
-    """``text`` casefolded, once, for the many case-insensitive checks."""
+    """``text`` folded as re.I sees it, once, for the many case-insensitive patterns."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "folded", self.text.casefold())
+        object.__setattr__(self, "folded", fold(self.text))
 
 
 class _Review:
@@ -336,10 +338,13 @@ class _Review:
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
             if _SECTION_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            if any(_mentions(s.folded, i) and not _cited_contain(s, i, fold=True) for i in ids):
+            casefolded = s.text.casefold()  # ids compare casefolded on both sides
+            if any(
+                _mentions(casefolded, i) and not _cited_contain(s, i, any_case=True) for i in ids
+            ):
                 yield ReasonCode.METADATA_LEAK, f"{where}: an internal chunk or knowledge id"
             found = _EVIDENCE_WORD_RE.search(s.folded)
-            if found and not _cited_contain(s, found.group(), fold=True):
+            if found and not _cited_contain(s, found.group(), any_case=True):
                 yield ReasonCode.METADATA_LEAK, f"{where}: the word evidence"
         for s in self.sentences:
             where = f"answer: sentence {s.number}"
@@ -347,7 +352,7 @@ class _Review:
                 yield ReasonCode.META_COMMENTARY, f"{where}: a reasoning trace"
             for pattern, on_folded in _META_RES:
                 found = pattern.search(s.folded if on_folded else s.text)
-                if found and not _cited_contain(s, found.group(), fold=True):
+                if found and not _cited_contain(s, found.group(), any_case=True):
                     yield ReasonCode.META_COMMENTARY, f"{where}: talks about itself or its sources"
                     break
 
@@ -399,7 +404,7 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         return "the refusal sentence without its marker"
     if _close_to(answer, wanted):
         return "a close paraphrase of the refusal"
-    folded = text.casefold()
+    folded = fold(text)
     if not _ANY_REFUSAL_PHRASE_RE.search(folded):
         return None
     for pattern in _REFUSAL_PHRASE_RES:
@@ -474,9 +479,9 @@ def _repeats_template(words: list[str], version: str) -> bool:
     )
 
 
-def _mentions(folded: str, token: str) -> bool:
+def _mentions(casefolded: str, token: str) -> bool:
     """Whether the id ``token`` stands in casefolded text as a whole (any case, hyphens bind)."""
-    return _bounded_in(token.casefold(), folded, r"\w-")
+    return _bounded_in(token.casefold(), casefolded, r"\w-")
 
 
 # Evidence texts recur across the sentences and checks of one answer (and across requests
@@ -491,8 +496,8 @@ def _entry_words(text: str) -> frozenset[str]:
     return frozenset(_content_words(text))
 
 
-def _cited_contain(sentence: _Sentence, phrase: str, *, fold: bool = False) -> bool:
-    if fold:
+def _cited_contain(sentence: _Sentence, phrase: str, *, any_case: bool = False) -> bool:
+    if any_case:
         phrase = phrase.casefold()
         return any(phrase in _folded(e.sanitized_text) for e in sentence.cited)
     return any(phrase in e.sanitized_text for e in sentence.cited)

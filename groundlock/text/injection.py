@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from groundlock.text._cache import WeightedLRU
+from groundlock.text.fold import fold
 
 __all__ = ["addresses_the_model"]
 
@@ -25,12 +26,13 @@ _INSTRUCTION_RE = re.compile(
     r"|\b(?:say|print|output|write)\s+(?:only\s+)?exactly\b|\bsay\s*[:\"'\u201c]"
     r"|\btell\s+the\s+user\b|\bdo\s+not\s+(?:cite|mention|reveal)\b"
 )
-"""An evidence sentence that addresses the model rather than the reader (matched casefolded:
+"""An evidence sentence that addresses the model rather than the reader (matched on the folded
+text, :func:`groundlock.text.fold.fold`:
 a case-insensitive search is three times slower on the same text)."""
 
 
 def _search(text: str) -> bool:
-    return _INSTRUCTION_RE.search(text.casefold()) is not None
+    return _INSTRUCTION_RE.search(fold(text)) is not None
 
 
 _INSTRUCTION_CACHE: WeightedLRU[str, bool] = WeightedLRU(

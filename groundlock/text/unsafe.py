@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES, HIDDEN_CHARACTERS_PATTERN
 
 __all__ = ["REASONING_TAG_NAMES", "unsafe_output"]
@@ -22,8 +23,8 @@ REASONING_TAG_NAMES: tuple[str, ...] = ("think", "thinking", "reasoning", "analy
 """Tags models wrap reasoning traces in."""
 
 _PROSE_TAGS = "|".join((*FENCE_TAG_NAMES, *REASONING_TAG_NAMES))
-# (kind, pattern, whether it reads the casefolded text). Case-insensitive patterns are
-# written in lower case and read the casefolded answer: twice as fast as re.I.
+# (kind, pattern, whether it reads the folded text). Case-insensitive patterns are written
+# in lower case and read the answer folded as re.I would see it (groundlock.text.fold).
 _CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
     ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN), False),
     ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]"), False),
@@ -73,7 +74,7 @@ def unsafe_output(text: str) -> str | None:
     >>> unsafe_output("Pressure < 3 bar and flow > 2 l/min. [C1]") is None
     True
     """
-    folded = text.casefold()
+    folded = fold(text)
     for kind, pattern, on_folded in _CHECKS:
         read = folded if on_folded else text
         needs = _NEEDS.get(kind)
