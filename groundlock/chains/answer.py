@@ -18,6 +18,7 @@ from groundlock.contracts.response import PublicResponse
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import Policy
 from groundlock.providers.extractive import ExtractiveChatModel
+from groundlock.runnables._stage import AsyncQuietCallbackManager, QuietCallbackManager, Stage
 from groundlock.runnables.assemble import AssembleEvidence
 from groundlock.runnables.execute import ExecuteModel
 from groundlock.runnables.package import PackageResponse
@@ -34,8 +35,9 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     """The stages as one ``RunnableSequence`` that opens no run nobody would see.
 
     With any callback handler (a ``callbacks=[...]`` argument, LangSmith tracing,
-    ``collect_runs``, debug output) ``invoke`` and ``ainvoke`` are exactly
-    ``RunnableSequence``'s: the chain and each stage are runs with their metadata. With none,
+    ``collect_runs``, debug output, or handlers set on the model itself) ``invoke`` and
+    ``ainvoke`` are exactly ``RunnableSequence``'s: the chain and each stage are runs with
+    their metadata. With none,
     ``RunnableSequence`` would still build a child callback manager, copy the config and
     (async) schedule a task for every step, about 80 us a step, to report to no one; here
     the steps are called in turn instead. ``batch`` and ``stream`` are inherited unchanged.
@@ -44,15 +46,20 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     def __init__(self, *steps: Runnable[Any, Any], name: str | None = None) -> None:
         super().__init__(*steps, name=name)
 
+    def _steps_have_callbacks(self) -> bool:
+        # A model built with callbacks=[...] is observed: its handler expects the stage
+        # runs as parents and their metadata, so the chain keeps every run open.
+        return any(isinstance(s, Stage) and s.has_own_callbacks for s in self.steps)
+
     @override
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_callback_manager_for_config(config)
-        if manager.handlers or manager.inheritable_handlers:
+        if manager.handlers or self._steps_have_callbacks():
             return super().invoke(input, config, **kwargs)
-        quiet = _quiet(config, manager)
+        quiet = _quiet(config, QuietCallbackManager(handlers=[]))
         for step in self.steps:
             input = step.invoke(input, quiet)
         return cast("PublicResponse", input)
@@ -63,9 +70,9 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_async_callback_manager_for_config(config)
-        if manager.handlers or manager.inheritable_handlers:
+        if manager.handlers or self._steps_have_callbacks():
             return await super().ainvoke(input, config, **kwargs)
-        quiet = _quiet(config, manager)
+        quiet = _quiet(config, AsyncQuietCallbackManager(handlers=[]))
         for step in self.steps:
             input = await step.ainvoke(input, quiet)
         return cast("PublicResponse", input)

@@ -15,6 +15,7 @@ input limits) belong to assembly.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date
 from typing import Annotated
 
@@ -68,8 +69,10 @@ class RetrievalRow(Contract):
     def _alias_agrees(cls, data: object) -> object:
         # ``similarity`` is an alias (AliasChoices maps it without copying the row); giving
         # both names is allowed only when they agree.
-        if type(data) is not dict or "similarity" not in data or "similarity_score" not in data:
+        if not isinstance(data, Mapping) or "similarity" not in data:
             return data
+        if "similarity_score" not in data:
+            return data if isinstance(data, dict) else dict(data)
         if data["similarity_score"] != data["similarity"]:
             raise PydanticCustomError(
                 "similarity_integrity",

@@ -379,12 +379,14 @@ def _trace(
 
 
 _THRESHOLDS: dict[str, AssemblyThresholds] = {}
-"""Per policy hash (a handful per process): the same thresholds for every request."""
+"""Per policy hash: the same thresholds for every request a policy decides."""
 
 
 def _thresholds(policy: Policy) -> AssemblyThresholds:
     found = _THRESHOLDS.get(policy.policy_sha256)
     if found is None:
+        if len(_THRESHOLDS) >= 64:  # policies built per tenant or per request: stay bounded
+            _THRESHOLDS.clear()
         found = _THRESHOLDS[policy.policy_sha256] = AssemblyThresholds(
             min_top_similarity_score=policy.min_top_similarity_score,
             min_similarity_score=policy.min_similarity_score,

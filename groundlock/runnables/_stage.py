@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, TypeGuard, TypeVar
 
-from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import (
     ensure_config,
@@ -25,8 +25,6 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
     patch_config,
 )
-from langchain_core.tracers.context import _configure_hooks
-from langchain_core.utils.env import env_var_is_set
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
 
@@ -36,7 +34,13 @@ from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 from groundlock.text.tokens import get_token_counter
 
-__all__ = ["PolicyStage", "Stage", "coerce_input"]
+__all__ = [
+    "AsyncQuietCallbackManager",
+    "PolicyStage",
+    "QuietCallbackManager",
+    "Stage",
+    "coerce_input",
+]
 
 logger = logging.getLogger("groundlock")
 
@@ -60,6 +64,11 @@ class Stage(RunnableSerializable[InputT, OutputT]):
 
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> OutputT:
         raise NotImplementedError
+
+    @property
+    def has_own_callbacks(self) -> bool:
+        """Whether something inside the stage (R4's model) carries handlers of its own."""
+        return False
 
     def _failed_by_bug(self, stage_input: object, exc: Exception) -> OutputT:
         frames = "".join(traceback.format_tb(exc.__traceback__))
@@ -152,24 +161,27 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
 
 
-def _unobserved(config: RunnableConfig | None) -> TypeGuard[RunnableConfig]:
-    """Whether no callback handler at all would see this stage's run: opening it is pure cost.
+class QuietCallbackManager(CallbackManager):
+    """What a :class:`~groundlock.GroundedAnswerChain` hands its stages when nobody listens.
 
-    True only inside a chain whose own run already configured its callbacks and had none to
-    pass down (no handler, no tracer, no debug console: those are inheritable) and when
-    nothing LangChain adds to each run afresh is switched on: the non-inheritable configure
-    hooks (``collect_runs``). Then a run would reach no one, and
-    the stage skips the five LangChain calls that open and close it. The first handler
-    anywhere (LangSmith tracing, a ``callbacks=[...]`` argument) turns the runs back on.
+    The chain configures callbacks once per request, exactly as LangChain does for any
+    run (handlers passed in, LangSmith tracing from the environment or a context, debug
+    output, ``collect_runs``). Only when that finds no handler at all, and no stage brings
+    handlers of its own, does it pass this empty manager down: a stage that receives it
+    calls its work directly instead of opening a run that would report to no one. A stage
+    invoked any other way (on its own, or inside another graph) always opens its run.
     """
+
+
+class AsyncQuietCallbackManager(AsyncCallbackManager):
+    """The async twin of :class:`QuietCallbackManager`."""
+
+
+def _unobserved(config: RunnableConfig | None) -> TypeGuard[RunnableConfig]:
     callbacks = config.get("callbacks") if config else None
-    if not isinstance(callbacks, BaseCallbackManager):
-        return False
-    if callbacks.handlers or callbacks.inheritable_handlers:
-        return False
-    return not any(
-        not inheritable and (var.get() is not None or (env and kind and env_var_is_set(env)))
-        for var, inheritable, kind, env in _configure_hooks
+    return (
+        isinstance(callbacks, QuietCallbackManager | AsyncQuietCallbackManager)
+        and not callbacks.handlers
     )
 
 

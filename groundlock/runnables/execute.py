@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, model_validator
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
+from typing_extensions import override
 
 from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStatus
 from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
@@ -104,6 +105,12 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         )
         values.update(policy=policy, model=model, pinned=pinned)
         return values
+
+    @property
+    @override
+    def has_own_callbacks(self) -> bool:
+        callbacks = self.model.callbacks
+        return callbacks is not None and callbacks != []
 
     def _start(self, stage_input: object) -> PromptBuildResult | LLMExecutionResult:
         prompt = coerce_input(PromptBuildResult, stage_input)

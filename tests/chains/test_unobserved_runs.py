@@ -12,11 +12,14 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
 from langchain_core.globals import set_debug
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tracers.context import collect_runs
 
 from groundlock import (
+    AssembleEvidence,
+    ExtractiveChatModel,
     GenerationStatus,
     PublicResponse,
     ReasonCode,
@@ -108,3 +111,50 @@ def test_interrupts_propagate_on_the_unobserved_path(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(ValidateAnswer, "_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
         grounded_answer_chain().invoke(sample_bundle())
+
+
+def test_a_stage_on_its_own_opens_its_run_even_with_an_empty_manager():
+    # An empty manager from anywhere but the chain is not a promise that nobody listens:
+    # LangChain's own configure adds debug output, tracers and collect_runs per run.
+    with collect_runs() as collector:
+        AssembleEvidence().invoke(sample_bundle(), {"callbacks": CallbackManager(handlers=[])})
+    assert [run.name for run in collector.traced_runs] == ["R2.AssembleEvidence"]
+
+
+def test_a_stage_inside_another_graph_is_traced_when_debug_is_switched_on_inside_it(
+    capsys: pytest.CaptureFixture[str],
+):
+    stage = AssembleEvidence()
+
+    def switch_on_then_call(bundle: dict[str, Any], config: RunnableConfig) -> Any:
+        set_debug(True)
+        return stage.invoke(bundle, config)
+
+    try:
+        RunnableLambda(switch_on_then_call).invoke(sample_bundle())
+    finally:
+        set_debug(False)
+    assert "chain:R2.AssembleEvidence] Entering Chain run" in capsys.readouterr().out
+
+
+class _Starts(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.model_starts: list[tuple[Any, dict[str, Any]]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.model_starts.append((kwargs.get("parent_run_id"), dict(kwargs.get("metadata") or {})))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_handlers_set_on_the_model_itself_keep_the_runs_and_their_metadata(mode: str):
+    handler = _Starts()
+    chain = grounded_answer_chain(model=ExtractiveChatModel(callbacks=[handler]))
+    if mode == "sync":
+        response = chain.invoke(sample_bundle())
+    else:
+        response = asyncio.run(chain.ainvoke(sample_bundle()))
+    assert response.status is GenerationStatus.OK
+    ((parent, metadata),) = handler.model_starts
+    assert parent is not None  # R4's run
+    assert metadata["request_id"] == sample_bundle()["request_id"]
+    assert {"policy_version", "policy_sha256", "prompt_sha256"} <= set(metadata)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from datetime import date
+from typing import Any
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
@@ -124,3 +126,14 @@ def test_the_id_rule_agrees_with_the_sanitiser_on_every_code_point():
     assert disagreements == []
     assert (accepted(" a"), accepted("a "), accepted("a b")) == (False, False, True)
     assert (accepted("x" * 256), accepted("x" * 257)) == (True, False)
+
+
+@pytest.mark.parametrize("mapping", [dict, OrderedDict])
+def test_both_similarity_names_must_agree_in_any_mapping(mapping: type[dict[str, Any]]):
+    row = {"chunk_id": "c", "knowledge_id": "K", "rank": 0, "chunk_text": "Check the seal."}
+    agreeing = mapping({**row, "similarity": 0.5, "similarity_score": 0.5})
+    assert RetrievalRow.model_validate(agreeing).similarity_score == 0.5
+    differing = mapping({**row, "similarity": 0.5, "similarity_score": 0.6})
+    with pytest.raises(ValidationError) as caught:
+        RetrievalRow.model_validate(differing)
+    assert caught.value.errors()[0]["type"] == "similarity_integrity"
