@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict
-from typing_extensions import override
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Unpack, override
 
 from groundlock._frozen import FrozenModel
 
@@ -33,6 +33,17 @@ class Contract(FrozenModel):
     @override
     def model_post_init(self, context: Any, /) -> None:
         self._check()
+
+    def __init_subclass__(cls, **kwargs: Unpack[ConfigDict]) -> None:
+        super().__init_subclass__(**kwargs)
+        # A contract with no invariants of its own needs no post-init call at all (R2
+        # builds about twenty a request): pydantic skips model_post_init when it is
+        # BaseModel's own, and this runs before pydantic looks.
+        cls.model_post_init = (  # type: ignore[method-assign]
+            Contract.model_post_init
+            if cls._check is not Contract._check
+            else BaseModel.model_post_init
+        )
 
     def _check(self) -> None:
         """Raise ``ValueError`` (or ``PydanticCustomError``) if an invariant does not hold."""

@@ -13,6 +13,7 @@ from groundlock import (
     LLMExecutionResult,
     PromptBuildResult,
 )
+from groundlock.contracts._base import Contract
 from tests.builders import sample_bundle
 
 RESULT: LLMExecutionResult = (AssembleEvidence() | BuildPrompt() | ExecuteModel()).invoke(
@@ -63,3 +64,25 @@ def test_a_plain_copy_keeps_the_content_and_its_cached_values():
     copy = RESULT.prompt.model_copy()
     assert copy == RESULT.prompt
     assert copy.prompt_bytes == RESULT.prompt.prompt_bytes
+
+
+def test_invariants_are_inherited_and_contracts_without_any_skip_the_post_init_call():
+    class Checked(Contract):
+        x: int
+
+        def _check(self) -> None:
+            if self.x < 0:
+                raise ValueError("x must not be negative")
+
+    class Child(Checked):
+        y: int = 0
+
+    class Plain(Contract):
+        x: int
+
+    with pytest.raises(ValidationError, match="negative"):
+        Child(x=-1)
+    with pytest.raises(ValidationError, match="negative"):
+        Checked.model_validate({"x": -1})
+    assert Plain(x=-1).x == -1
+    assert Plain.__pydantic_post_init__ is None  # no Python call per instance
