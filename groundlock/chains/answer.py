@@ -57,7 +57,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_callback_manager_for_config(config)
-        if manager.handlers or self._steps_have_callbacks():
+        if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
             return super().invoke(input, config, **kwargs)
         quiet = _quiet(config, QuietCallbackManager(handlers=[]))
         for step in self.steps:
@@ -70,7 +70,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_async_callback_manager_for_config(config)
-        if manager.handlers or self._steps_have_callbacks():
+        if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
             return await super().ainvoke(input, config, **kwargs)
         quiet = _quiet(config, AsyncQuietCallbackManager(handlers=[]))
         for step in self.steps:

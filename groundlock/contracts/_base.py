@@ -36,6 +36,8 @@ class Contract(FrozenModel):
 
     def __init_subclass__(cls, **kwargs: Unpack[ConfigDict]) -> None:
         super().__init_subclass__(**kwargs)
+        if "model_post_init" in cls.__dict__:
+            return  # a subclass's own hook is its business (it should call _check itself)
         # A contract with no invariants of its own needs no post-init call at all (R2
         # builds about twenty a request): pydantic skips model_post_init when it is
         # BaseModel's own, and this runs before pydantic looks.

@@ -46,7 +46,7 @@ from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 from groundlock.text.anchors import ANCHOR_RE, scan_anchors, without_anchors
-from groundlock.text.fold import fold
+from groundlock.text.fold import caseless, fold
 from groundlock.text.injection import addresses_the_model
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 from groundlock.text.sentences import split_sentences
@@ -338,7 +338,7 @@ class _Review:
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
             if _SECTION_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            casefolded = s.text.casefold()  # ids compare casefolded on both sides
+            casefolded = caseless(s.text)  # ids compare caseless on both sides
             if any(
                 _mentions(casefolded, i) and not _cited_contain(s, i, any_case=True) for i in ids
             ):
@@ -409,7 +409,8 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         return None
     for pattern in _REFUSAL_PHRASE_RES:
         found = pattern.search(folded)
-        if found and not any(found.group() in _folded(e.sanitized_text) for e in entries):
+        phrase = caseless(found.group()) if found else ""
+        if found and not any(phrase in _folded(e.sanitized_text) for e in entries):
             return "a refusal in other words"
     return None
 
@@ -454,7 +455,7 @@ def _close_to(answer: str, wanted: str) -> bool:
 
 
 def _words(text: str) -> list[str]:
-    return _WORD_RE.findall(text.casefold())
+    return _WORD_RE.findall(caseless(text))
 
 
 @cache
@@ -480,15 +481,15 @@ def _repeats_template(words: list[str], version: str) -> bool:
 
 
 def _mentions(casefolded: str, token: str) -> bool:
-    """Whether the id ``token`` stands in casefolded text as a whole (any case, hyphens bind)."""
-    return _bounded_in(token.casefold(), casefolded, r"\w-")
+    """Whether the id ``token`` stands in caseless text as a whole (any case, hyphens bind)."""
+    return _bounded_in(caseless(token), casefolded, r"\w-")
 
 
 # Evidence texts recur across the sentences and checks of one answer (and across requests
 # that share chunks): fold and tokenise each once.
 @lru_cache(maxsize=1024)
 def _folded(text: str) -> str:
-    return text.casefold()
+    return caseless(text)
 
 
 @lru_cache(maxsize=1024)
@@ -498,7 +499,7 @@ def _entry_words(text: str) -> frozenset[str]:
 
 def _cited_contain(sentence: _Sentence, phrase: str, *, any_case: bool = False) -> bool:
     if any_case:
-        phrase = phrase.casefold()
+        phrase = caseless(phrase)
         return any(phrase in _folded(e.sanitized_text) for e in sentence.cited)
     return any(phrase in e.sanitized_text for e in sentence.cited)
 
@@ -542,7 +543,7 @@ def _suspicious_ids(sentences: list[_Sentence]) -> tuple[str, ...]:
         for token in _ID_TOKEN_RE.findall(sentence.text):
             if not _id_like(token) or token in found:
                 continue
-            folded = token.casefold()
+            folded = caseless(token)
             if not any(_bounded_in(folded, source) for source in sources):
                 found[token] = None
     return tuple(found)

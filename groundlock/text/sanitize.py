@@ -32,6 +32,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from groundlock.text._cache import WeightedLRU
+from groundlock.text.fold import caseless
 
 __all__ = [
     "FENCE_TAG_NAMES",
@@ -121,7 +122,8 @@ _HOMOGLYPHS = str.maketrans(
 
 
 def _neutralize_fence(match: re.Match[str]) -> str:
-    name = unicodedata.normalize("NFKC", match.group(2)).translate(_HOMOGLYPHS).casefold()
+    # fold before casefold: casefold leaves the dotless i alone and splits U+0130.
+    name = caseless(unicodedata.normalize("NFKC", match.group(2)).translate(_HOMOGLYPHS))
     if not _FENCE_NAME_RE.match(name):
         return match.group()
     closer = "&gt;" if match.group(4) else ""

@@ -158,3 +158,16 @@ def test_handlers_set_on_the_model_itself_keep_the_runs_and_their_metadata(mode:
     assert parent is not None  # R4's run
     assert metadata["request_id"] == sample_bundle()["request_id"]
     assert {"policy_version", "policy_sha256", "prompt_sha256"} <= set(metadata)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_handler_passed_only_as_inheritable_sees_every_stage(mode: str):
+    calls = ModelCalls()
+    manager = CallbackManager(handlers=[], inheritable_handlers=[calls])
+    chain = grounded_answer_chain()
+    if mode == "sync":
+        chain.invoke(sample_bundle(), {"callbacks": manager})
+    else:
+        asyncio.run(chain.ainvoke(sample_bundle(), {"callbacks": manager}))
+    assert [name for name, _ in calls.runs if name in STAGES] == STAGES
+    assert calls.model_calls == 1

@@ -86,3 +86,17 @@ def test_invariants_are_inherited_and_contracts_without_any_skip_the_post_init_c
         Checked.model_validate({"x": -1})
     assert Plain(x=-1).x == -1
     assert Plain.__pydantic_post_init__ is None  # no Python call per instance
+
+
+def test_a_subclass_keeps_its_own_post_init_hook():
+    seen: list[int] = []
+
+    class Hooked(Contract):
+        x: int
+
+        def model_post_init(self, context: object, /) -> None:
+            seen.append(self.x)
+            super().model_post_init(context)
+
+    Hooked(x=3)
+    assert seen == [3]

@@ -280,6 +280,24 @@ def test_talk_about_sources_instructions_or_reasoning_is_meta_commentary(meta):
     assert_rejected(verdict(meta), ReasonCode.META_COMMENTARY)
 
 
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "PUMP P-7: MAX TORQUE \u0130S NOT SPEC\u0130F\u0130ED BY THE VENDOR.",
+        "Flow per the prov\u0131ded data sheet is 2 l/min.",
+        "The filter passed the check, see the EV\u0130DENCE log.",
+    ],
+)
+def test_a_faithful_quote_in_turkish_capitals_is_grounded(quote):
+    # Found by a folded pattern, then looked up in its own source: both sides must be
+    # reduced alike, or the firewall rejects a word-for-word quote (found by review).
+    bundle = make_bundle([make_row(0, chunk_text=quote)])
+    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
+    execution = ExecuteModel(model=ScriptedChatModel(text=f"{quote} [C0]")).invoke(prompt)
+    result = validate_answer(execution, POLICY)
+    assert (result.validation_status, result.failure_reason) == (ValidationStatus.PASSED, None)
+
+
 def test_a_meta_phrase_quoted_from_the_cited_entry_is_grounded():
     quote = "Based on the provided records, the housing passed inspection."
     bundle = make_bundle([make_row(0, chunk_text=quote)])

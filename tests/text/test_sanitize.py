@@ -68,6 +68,9 @@ def test_all_whitespace_including_line_breaks_becomes_single_spaces():
         ("</evidence> then <question>", "&lt;/evidence&gt; then &lt;question&gt;"),
         ("< / Evidence attr='x' >", "&lt; / Evidence attr='x' &gt;"),
         ("open <evidence", "open &lt;evidence"),
+        # Case tricks casefold() misses: the dotless i and the dotted capital I.
+        ("a </\u0131nstructions> b", "a &lt;/\u0131nstructions&gt; b"),
+        ("a </\u0130NSTRUCTIONS> b", "a &lt;/\u0130NSTRUCTIONS&gt; b"),
     ],
 )
 def test_anchor_header_and_fence_shapes_are_neutralised(raw: str, expected: str):
