@@ -329,19 +329,16 @@ class _Review:
         template_words = _words(self.text)
         if _repeats_template(template_words, self.policy.prompt_template):
             yield ReasonCode.METADATA_LEAK, "answer: repeats the prompt's own instructions"
-        ids = {e.chunk_id for e in self.entries.values()} | {
-            e.knowledge_id for e in self.entries.values()
-        }
+        # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
+        ids = {caseless(i) for e in self.entries.values() for i in (e.chunk_id, e.knowledge_id)}
         for s in self.sentences:
             where = f"answer: sentence {s.number}"
             if _HEADER_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
             if _SECTION_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            casefolded = caseless(s.text)  # ids compare caseless on both sides
-            if any(
-                _mentions(casefolded, i) and not _cited_contain(s, i, any_case=True) for i in ids
-            ):
+            said = caseless(s.text)
+            if any(_mentions(said, i) and not _cited_contain(s, i, any_case=True) for i in ids):
                 yield ReasonCode.METADATA_LEAK, f"{where}: an internal chunk or knowledge id"
             found = _EVIDENCE_WORD_RE.search(s.folded)
             if found and not _cited_contain(s, found.group(), any_case=True):
@@ -480,9 +477,9 @@ def _repeats_template(words: list[str], version: str) -> bool:
     )
 
 
-def _mentions(casefolded: str, token: str) -> bool:
-    """Whether the id ``token`` stands in caseless text as a whole (any case, hyphens bind)."""
-    return _bounded_in(caseless(token), casefolded, r"\w-")
+def _mentions(said: str, token: str) -> bool:
+    """Whether the caseless id ``token`` stands in caseless text as a whole (hyphens bind)."""
+    return _bounded_in(token, said, r"\w-")
 
 
 # Evidence texts recur across the sentences and checks of one answer (and across requests
