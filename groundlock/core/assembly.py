@@ -24,7 +24,9 @@ Dedup compares a candidate with the at most ``max_chunks`` admitted chunks, neve
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from groundlock.contracts.assembly import (
     AnswerBundle,
@@ -219,7 +221,7 @@ class _Walk:
         """The union of the admitted entries' shingles: a candidate covered by less than
         the threshold of the union is covered by less of each entry, so the per-entry
         comparison (one set intersection per admitted entry) only runs when it could fail."""
-        self.dropped: list[DroppedRow] = []
+        self.dropped: list[_Dropped] = []
         self.per_knowledge: Counter[str] = Counter()
         self.tokens_used = 0
         self.stopped_by: DropReason | None = None
@@ -332,8 +334,20 @@ def _nice_cut(head: str) -> str:
     return head.rstrip()
 
 
-def _dropped(row: RetrievalRow, reason: DropReason) -> DroppedRow:
-    return DroppedRow(chunk_id=row.chunk_id, rank=row.rank, reason=reason)
+class _Dropped(TypedDict):
+    """A DroppedRow still as data.
+
+    AssemblyMetrics validates all of them in one call, about half the cost of building each
+    one (a 20-row request drops a dozen).
+    """
+
+    chunk_id: str
+    rank: int
+    reason: DropReason
+
+
+def _dropped(row: RetrievalRow, reason: DropReason) -> _Dropped:
+    return {"chunk_id": row.chunk_id, "rank": row.rank, "reason": reason}
 
 
 _DROP_REASONS = tuple(DropReason)
@@ -342,20 +356,22 @@ _DROP_REASONS = tuple(DropReason)
 def _metrics(
     retrieved: int,
     selected: tuple[SelectedEvidence, ...],
-    dropped: tuple[DroppedRow, ...],
+    dropped: Sequence[DroppedRow | _Dropped],
     hidden_removed: int = 0,
     neutralized: int = 0,
 ) -> AssemblyMetrics:
-    counts = Counter(row.reason for row in dropped)
-    return AssemblyMetrics(
-        retrieved_k=retrieved,
-        selected_k=len(selected),
-        evidence_token_count=sum(item.token_count for item in selected),
-        drop_counts={reason: counts.get(reason, 0) for reason in _DROP_REASONS},
-        dropped_rows=dropped,
-        truncation_applied=any(item.truncated for item in selected),
-        hidden_characters_removed=hidden_removed,
-        shapes_neutralized=neutralized,
+    counts = Counter(row["reason"] if isinstance(row, dict) else row.reason for row in dropped)
+    return AssemblyMetrics.model_validate(
+        {
+            "retrieved_k": retrieved,
+            "selected_k": len(selected),
+            "evidence_token_count": sum(item.token_count for item in selected),
+            "drop_counts": {reason: counts.get(reason, 0) for reason in _DROP_REASONS},
+            "dropped_rows": tuple(dropped),
+            "truncation_applied": any(item.truncated for item in selected),
+            "hidden_characters_removed": hidden_removed,
+            "shapes_neutralized": neutralized,
+        }
     )
 
 
