@@ -46,6 +46,13 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     def __init__(self, *steps: Runnable[Any, Any], name: str | None = None) -> None:
         super().__init__(*steps, name=name)
 
+    def _traced(self, chain_input: object, config: RunnableConfig) -> RunnableConfig:
+        # The chain's own run carries the request's id and the policy, like its stages, so
+        # a trace can be found by request_id from the top.
+        first = self.first
+        metadata = first.trace_metadata(chain_input) if isinstance(first, Stage) else {}
+        return {**config, "metadata": {**config.get("metadata", {}), **metadata}}
+
     def _steps_have_callbacks(self) -> bool:
         # A model built with callbacks=[...] is observed: its handler expects the stage
         # runs as parents and their metadata, so the chain keeps every run open.
@@ -58,7 +65,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
         config = ensure_config(config)
         manager = get_callback_manager_for_config(config)
         if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
-            return super().invoke(input, config, **kwargs)
+            return super().invoke(input, self._traced(input, config), **kwargs)
         quiet = _quiet(config, QuietCallbackManager(handlers=[]))
         for step in self.steps:
             input = step.invoke(input, quiet)
@@ -71,7 +78,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
         config = ensure_config(config)
         manager = get_async_callback_manager_for_config(config)
         if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
-            return await super().ainvoke(input, config, **kwargs)
+            return await super().ainvoke(input, self._traced(input, config), **kwargs)
         quiet = _quiet(config, AsyncQuietCallbackManager(handlers=[]))
         for step in self.steps:
             input = await step.ainvoke(input, quiet)

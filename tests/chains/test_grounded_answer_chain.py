@@ -244,7 +244,7 @@ def test_each_stage_is_a_named_run_carrying_request_policy_and_prompt_hash():
     prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
     runs = dict(calls.runs)
     assert [name for name, _ in calls.runs] == ["groundlock.grounded_answer", *STAGES]
-    for name in STAGES:
+    for name in ["groundlock.grounded_answer", *STAGES]:
         assert runs[name]["request_id"] == "req-1"
         assert runs[name]["policy_version"] == POLICY.policy_version
         assert runs[name]["policy_sha256"] == POLICY.policy_sha256
