@@ -46,7 +46,7 @@ class TestAssembleEvidenceContract(StageContract):
         def explode(raw: str) -> None:
             raise RuntimeError(raw)
 
-        monkeypatch.setattr("groundlock.core.assembly.sanitize_evidence", explode)
+        monkeypatch.setattr("groundlock.core.assembly.ENTRY_FACTS", explode)
 
     def assert_failed_closed(self, output: Any) -> None:
         assert output.assembly_status is AssemblyStatus.FAILED
