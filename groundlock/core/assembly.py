@@ -48,8 +48,8 @@ from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, Retr
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
 from groundlock.text._cache import WeightedLRU
-from groundlock.text.overlap import covered_fraction, shingles
-from groundlock.text.sanitize import SanitizedText, sanitize_evidence
+from groundlock.text.overlap import covered_fraction, shingle_set, shingles
+from groundlock.text.sanitize import SanitizedText, safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
 __all__ = ["assemble", "failed_bundle", "without_lowest_ranked"]
@@ -202,32 +202,36 @@ def _filter_reason(row: RetrievalRow, filters: FiltersApplied | None) -> DropRea
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _EntryFacts:
     """What the walk needs of one raw chunk text, whatever row it arrives in."""
 
     clean: SanitizedText
     shingles: frozenset[str]
-    body_tokens: int
-    """Tokens of the sanitised text with its entry separator (0 when nothing is left)."""
+    body_tokens: int | None = None
+    """Tokens of the sanitised text with its entry separator: counted the first time the
+    text is admitted, never for a row dropped before (a duplicate is not tokenised)."""
 
 
-def _entry_facts(key: tuple[str, int, TokenCounter]) -> _EntryFacts:
-    raw, size, counter = key
-    clean = sanitize_evidence(raw)
-    if not clean.text:
-        return _EntryFacts(clean, frozenset(), 0)
-    body_tokens = counter.count(clean.text + ENTRY_SEPARATOR)
-    return _EntryFacts(clean, shingles(clean.text, size), body_tokens)
+def _entry_facts(key: tuple[str, int, str]) -> _EntryFacts:
+    raw, size, _encoding = key
+    # Computed here, not through the sanitise and shingle caches: held once, not twice.
+    clean = safe_normalize(raw)
+    return _EntryFacts(clean, shingle_set(clean.text, size) if clean.text else frozenset())
 
 
-ENTRY_FACTS: WeightedLRU[tuple[str, int, TokenCounter], _EntryFacts] = WeightedLRU(
-    _entry_facts,
-    weigh=lambda key, facts: 2 * len(key[0]) + 120 * len(facts.shingles) + 300,
-    max_weight=32 * 2**20,
+def _facts_weight(key: tuple[str, int, str], facts: _EntryFacts) -> int:
+    # Bytes, roughly: key and sanitised text at up to 4 bytes a character (CPython stores
+    # a string at 1, 2 or 4), about 150 per shingle, and the objects around them.
+    width = 1 if key[0].isascii() else 4
+    return width * (len(key[0]) + len(facts.clean.text)) + 150 * len(facts.shingles) + 500
+
+
+ENTRY_FACTS: WeightedLRU[tuple[str, int, str], _EntryFacts] = WeightedLRU(
+    _entry_facts, weigh=_facts_weight, max_weight=32 * 2**20
 )
-"""Sanitised text, shingles and body tokens per (chunk text, shingle size, encoding): one
-lookup per row instead of three (and no 1.5 kB concatenation to hash). Bounded at 32 MB."""
+"""Sanitised text, shingles and body tokens per (chunk text, shingle size, encoding name):
+one lookup per row instead of three. Bounded at about 32 MB."""
 
 
 @dataclass(slots=True)
@@ -279,7 +283,7 @@ class _Walk:
             return DropReason.DROP_PER_KNOWLEDGE_CAP
         size, threshold = policy.overlap_shingle_words, policy.overlap_ratio_threshold
         # V4 already refused a null or empty chunk_text.
-        facts = ENTRY_FACTS((row.chunk_text or "", size, self.counter))
+        facts = ENTRY_FACTS((row.chunk_text or "", size, self.counter.encoding.name))
         clean = facts.clean
         self.hidden_removed += clean.removed_characters
         self.neutralized += clean.neutralized_shapes
@@ -296,6 +300,8 @@ class _Walk:
             anchor, row.chunk_id, row.knowledge_key, row.source_reference
         )
         header_tokens = self.counter.count(header + HEADER_TEXT_SEPARATOR)
+        if facts.body_tokens is None:  # two threads may both count: same value
+            facts.body_tokens = self.counter.count(clean.text + ENTRY_SEPARATOR)
         full_body_tokens = facts.body_tokens
         body_budget = policy.max_chunk_tokens - header_tokens
         text, body_tokens = clean.text, full_body_tokens

@@ -20,7 +20,7 @@ import re
 
 from groundlock.text._cache import WeightedLRU
 
-__all__ = ["SHINGLE_CACHE", "covered_fraction", "shingles"]
+__all__ = ["SHINGLE_CACHE", "covered_fraction", "shingle_set", "shingles"]
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -39,6 +39,11 @@ SHINGLE_CACHE: WeightedLRU[tuple[str, int], frozenset[str]] = WeightedLRU(
     max_weight=64 * 2**20,
 )
 """Shingle sets per (text, size); about 100 bytes per shingle, bounded at about 64 MB."""
+
+
+def shingle_set(text: str, size: int) -> frozenset[str]:
+    """:func:`shingles` without the cache, for callers that keep the result themselves."""
+    return _shingles((text, size))
 
 
 def shingles(text: str, size: int) -> frozenset[str]:

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from groundlock import AnswerBundle, AssemblyStatus, DropReason, ReasonCode, assemble, load_policy
+from groundlock.core.assembly import ENTRY_FACTS
 from groundlock.text import TokenCounter, get_token_counter, load_encoding
 from tests.builders import distinct_text, make_bundle, make_row, policy_with, sample_bundle
 
@@ -284,6 +285,7 @@ def test_evidence_token_count_is_the_exact_count_of_the_block():
 
 def test_rows_after_max_chunks_are_counted_and_not_examined():
     rows = [make_row(i) for i in range(10)]
+    ENTRY_FACTS.clear()  # body counts are kept per encoding, across counters
     counter = TokenCounter(load_encoding("cl100k_base"))
     result = assemble(make_bundle(rows), POLICY, counter)
     assert result.assembly_status is AssemblyStatus.OK
@@ -371,3 +373,32 @@ def test_forged_anchor_and_header_in_evidence_cannot_reach_the_block_as_syntax()
     assert "[C" not in result.selected_evidence[0].sanitized_text
     assert result.metrics is not None
     assert result.metrics.shapes_neutralized == 3
+
+
+# The per-text cache ------------------------------------------------------------------------
+
+
+def test_cached_entry_facts_never_cross_shingle_sizes():
+    # Two chunks that are duplicates in 1-word shingles but not in 3-word ones (the same
+    # words in another order): each policy must get its own verdict, cold or warm.
+    words = distinct_text(31, words=60).split()
+    rows = [make_row(0, chunk_text=" ".join(words)), make_row(1, chunk_text=" ".join(words[::-1]))]
+    bundle = make_bundle(rows)
+    by_words = policy_with(policy_version="WORDS_V1", overlap_shingle_words=1)
+    verdicts = {}
+    for policy in (POLICY, by_words, POLICY, by_words):
+        verdicts.setdefault(policy.policy_version, set()).add(tuple(_selected(_ok(bundle, policy))))
+    assert verdicts == {
+        POLICY.policy_version: {("chunk-000", "chunk-001")},
+        "WORDS_V1": {("chunk-000",)},
+    }
+
+
+def test_rows_dropped_as_duplicates_are_never_tokenised():
+    text = distinct_text(32, words=300)
+    rows = [make_row(i, chunk_text=f"{text} Copy {i}.") for i in range(40)]
+    counter = get_token_counter(POLICY.token_encoding)
+    before = counter.cache.info().misses
+    result = _ok(make_bundle(rows, top_k=40), POLICY)
+    assert len(result.selected_evidence) == 1
+    assert counter.cache.info().misses - before <= 3  # the kept entry's body and header
