@@ -337,7 +337,7 @@ class _Review:
                 yield ReasonCode.METADATA_LEAK, f"{where}: evidence header syntax"
             if _SECTION_SYNTAX_RE.search(s.folded):
                 yield ReasonCode.METADATA_LEAK, f"{where}: prompt section syntax"
-            said = caseless(s.text)
+            said = s.folded.casefold()  # caseless(s.text), reusing the fold
             if any(_mentions(said, i) and not _cited_contain(s, i, any_case=True) for i in ids):
                 yield ReasonCode.METADATA_LEAK, f"{where}: an internal chunk or knowledge id"
             found = _EVIDENCE_WORD_RE.search(s.folded)
