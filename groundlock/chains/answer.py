@@ -37,10 +37,10 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     With any callback handler (a ``callbacks=[...]`` argument, LangSmith tracing,
     ``collect_runs``, debug output, or handlers set on the model itself) ``invoke`` and
     ``ainvoke`` are exactly ``RunnableSequence``'s: the chain and each stage are runs with
-    their metadata. With none,
-    ``RunnableSequence`` would still build a child callback manager, copy the config and
-    (async) schedule a task for every step, about 80 us a step, to report to no one; here
-    the steps are called in turn instead. ``batch`` and ``stream`` are inherited unchanged.
+    their metadata. With none, ``RunnableSequence`` would still build a child callback
+    manager, copy the config and (async) schedule a task for every step, about 80 us a step,
+    to report to no one; here the steps are called in turn instead. ``batch`` and ``stream``
+    are inherited unchanged.
     """
 
     def __init__(self, *steps: Runnable[Any, Any], name: str | None = None) -> None:
@@ -53,10 +53,14 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
         metadata = first.trace_metadata(chain_input) if isinstance(first, Stage) else {}
         return {**config, "metadata": {**config.get("metadata", {}), **metadata}}
 
-    def _steps_have_callbacks(self) -> bool:
-        # A model built with callbacks=[...] is observed: its handler expects the stage
+    def _observed(self, manager: BaseCallbackManager) -> bool:
+        # A model built with callbacks=[...] is observed too: its handler expects the stage
         # runs as parents and their metadata, so the chain keeps every run open.
-        return any(isinstance(s, Stage) and s.has_own_callbacks for s in self.steps)
+        return bool(
+            manager.handlers
+            or manager.inheritable_handlers
+            or any(isinstance(s, Stage) and s.has_own_callbacks for s in self.steps)
+        )
 
     @override
     def invoke(
@@ -64,7 +68,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_callback_manager_for_config(config)
-        if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
+        if self._observed(manager):
             return super().invoke(input, self._traced(input, config), **kwargs)
         quiet = _quiet(config, QuietCallbackManager(handlers=[]))
         for step in self.steps:
@@ -77,7 +81,7 @@ class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
     ) -> PublicResponse:
         config = ensure_config(config)
         manager = get_async_callback_manager_for_config(config)
-        if manager.handlers or manager.inheritable_handlers or self._steps_have_callbacks():
+        if self._observed(manager):
             return await super().ainvoke(input, self._traced(input, config), **kwargs)
         quiet = _quiet(config, AsyncQuietCallbackManager(handlers=[]))
         for step in self.steps:
