@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackManager
@@ -23,7 +24,9 @@ from groundlock.runnables.assemble import AssembleEvidence
 from groundlock.runnables.execute import ExecuteModel
 from groundlock.runnables.package import PackageResponse
 from groundlock.runnables.prompt import BuildPrompt
+from groundlock.runnables.record import RecordValidation
 from groundlock.runnables.validate import ValidateAnswer
+from groundlock.stores.delta import DeltaAuditStore
 
 __all__ = ["CHAIN_NAME", "GroundedAnswerChain", "grounded_answer_chain"]
 
@@ -106,6 +109,7 @@ def grounded_answer_chain(
     model: BaseChatModel | str | None = None,
     policy: str | Policy = DEFAULT_POLICY,
     allow_provider_storage: bool = False,
+    store: DeltaAuditStore | str | os.PathLike[str] | None = None,
 ) -> GroundedAnswerChain:
     """A retrieval bundle in, a :class:`~groundlock.PublicResponse` out.
 
@@ -115,6 +119,11 @@ def grounded_answer_chain(
     R2 | R3 | R4 | R5 | R6: each stage a named run, a non-OK status passed through without
     work, and nothing returned, streamed or logged before R5 has validated the answer.
 
+    With a ``store`` (a :class:`~groundlock.DeltaAuditStore`, or a path or URI to open one
+    at), :class:`~groundlock.runnables.record.RecordValidation` runs between R5 and R6: every
+    request's validation and query rows are durable before its response is packaged, and a
+    request whose rows cannot be made durable fails closed with ``AUDIT_WRITE_FAILED``.
+
     >>> chain = grounded_answer_chain()
     >>> [step.name for step in chain.steps]
     ['R2.AssembleEvidence', 'R3.BuildPrompt', 'R4.ExecuteModel', 'R5.ValidateAnswer', \
@@ -123,7 +132,7 @@ def grounded_answer_chain(
     'INPUT_SCHEMA_INVALID'
     """
     loaded = load_policy(policy) if isinstance(policy, str) else policy
-    return GroundedAnswerChain(
+    steps: list[Runnable[Any, Any]] = [
         AssembleEvidence(policy=loaded),
         BuildPrompt(policy=loaded),
         ExecuteModel.model_validate(
@@ -134,6 +143,9 @@ def grounded_answer_chain(
             }
         ),
         ValidateAnswer(policy=loaded),
-        PackageResponse(policy=loaded),
-        name=CHAIN_NAME,
-    )
+    ]
+    if store is not None:
+        audit = store if isinstance(store, DeltaAuditStore) else DeltaAuditStore(store)
+        steps.append(RecordValidation(store=audit))
+    steps.append(PackageResponse(policy=loaded))
+    return GroundedAnswerChain(*steps, name=CHAIN_NAME)

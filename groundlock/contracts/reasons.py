@@ -103,6 +103,10 @@ class ReasonCode(StrEnum):
     CITATION_MISMATCH = "CITATION_MISMATCH"
     """A citation list written by the model disagrees with the anchors its sentences use."""
 
+    # Audit record (between R5 and R6).
+    AUDIT_WRITE_FAILED = "AUDIT_WRITE_FAILED"
+    """The request's audit rows could not be made durable; the answer is withheld."""
+
     # Any stage.
     INTERNAL_ERROR = "INTERNAL_ERROR"
     """A bug inside a stage; it was logged with its traceback and the request failed closed."""

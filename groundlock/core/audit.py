@@ -1,0 +1,121 @@
+"""The audit rows of one request, derived from R5's verdict (pure: no I/O).
+
+The validation row is ``000``'s validation table plus what replays the request (policy,
+template and prompt hashes, model and response ids); the query row is ``003``'s query log.
+Both are computed from the :class:`~groundlock.ValidationResult` and from the public response
+R6 will build from it, so the audit trail records exactly what the caller receives.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from groundlock.contracts.enums import ValidationStatus
+from groundlock.contracts.validation import ValidationResult
+from groundlock.core.package import package_response, request_summary
+from groundlock.stores.rows import QueryRow, ValidationRow
+
+__all__ = ["REQUESTER_KEYS", "audit_rows"]
+
+REQUESTER_KEYS = ("requester_id", "requester_role", "retrieval_strategy")
+"""Run-config metadata keys copied into the query log (a server sets them per request)."""
+
+_MAX_METADATA = 512
+
+
+def audit_rows(
+    result: ValidationResult, metadata: Mapping[str, object], *, version: str
+) -> tuple[ValidationRow, QueryRow]:
+    """The validation and query rows of ``result``, stamped now."""
+    response = package_response(result)
+    summary = request_summary(result, response)
+    execution = result.execution
+    prompt = execution.prompt if execution is not None else None
+    bundle = prompt.bundle if prompt is not None else None
+    trace = bundle.trace if bundle is not None else None
+    metrics = result.grounding_metrics
+    now = datetime.now(UTC)
+    shared = {
+        "timestamp_utc": now,
+        "request_id": summary["request_id"],
+        "run_id": summary["run_id"],
+        "status": summary["status"],
+        "failure_reason": summary["failure_reason"],
+        "latency_ms": float(summary["latency_ms"]),
+    }
+    passed = result.validation_status is ValidationStatus.PASSED
+    validation = ValidationRow.model_validate(
+        {
+            **{name: summary[name] for name in _SUMMARY_COLUMNS},
+            **shared,
+            "record_id": uuid.uuid4().hex,
+            "message": result.message,
+            "sentence_count": metrics.sentence_count,
+            "suspicious_new_ids": metrics.suspicious_new_ids,
+            "validated_citations": result.validated_citations,
+            "validated_answer_text": result.validated_answer_text if passed else None,
+            "model_provider": execution.pinned.provider if execution else None,
+            "template_sha256": prompt.template_sha256 if prompt else None,
+            "groundlock_version": version,
+        }
+    )
+    selected = bundle.selected_evidence if bundle is not None else ()
+    dropped = bundle.metrics.dropped_rows if bundle and bundle.metrics else ()
+    ranked = sorted(
+        [(entry.rank, entry.chunk_id) for entry in selected]
+        + [(row.rank, row.chunk_id) for row in dropped]
+    )
+    by_anchor = {entry.anchor: entry.chunk_id for entry in selected}
+    query = QueryRow.model_validate(
+        {
+            **shared,
+            "record_id": uuid.uuid4().hex,
+            **{key: _text(metadata.get(key)) for key in REQUESTER_KEYS},
+            "top_k": trace.retrieval_top_k if trace else None,
+            "retrieved_chunk_ids": tuple(chunk_id for _, chunk_id in ranked),
+            "selected_chunk_ids": tuple(entry.chunk_id for entry in selected),
+            "cited_chunk_ids": tuple(
+                by_anchor[a] for a in result.validated_citations if a in by_anchor
+            ),
+            "retrieval_latency_ms": trace.retrieval_latency_ms if trace else None,
+        }
+    )
+    return validation, query
+
+
+_SUMMARY_COLUMNS = (
+    "generation_status",
+    "validation_status",
+    "assembly_status",
+    "assembly_reason",
+    "citation_count",
+    "uncited_sentence_count",
+    "invalid_anchor_count",
+    "malformed_anchor_count",
+    "refusal_detected",
+    "length_ratio_flag",
+    "model_name",
+    "reported_model_name",
+    "response_id",
+    "embedding_model",
+    "index_version",
+    "policy_version",
+    "policy_sha256",
+    "template_version",
+    "prompt_sha256",
+    "retrieved_k",
+    "selected_k",
+    "attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+)
+
+
+def _text(value: object) -> str | None:
+    # Identity metadata comes from a server or a caller; only short strings are recorded.
+    if isinstance(value, str) and 0 < len(value) <= _MAX_METADATA:
+        return value
+    return None

@@ -1,0 +1,560 @@
+"""``DeltaAuditStore``: the durable audit trail on Delta Lake (delta-rs).
+
+Three append-only tables under one root: ``validations`` (one row per request and run),
+``queries`` (the query log) and ``feedback``. The write path is built around three facts
+about delta-rs (see ``reliability-notes`` §3):
+
+* **A commit per request is too slow and makes tiny files**, so a request's rows are made
+  durable in a local fsynced spool (:mod:`groundlock.stores.spool`) and a flusher thread
+  commits whole spool segments, by size or interval.
+* **delta-rs does not make appends idempotent.** Every commit records a ``txn`` action
+  ``(writer id, segment number)``; before committing, the flusher skips segments the table
+  already records, which covers a commit that landed although its writer never saw the
+  answer. Within what is left, rows whose ``(request_id, run_id)`` is already in the table,
+  or earlier in the batch, are dropped: the first row of a key is the record.
+* **delta-rs is not fork-safe.** Nothing here touches delta-rs until a process first
+  records or reads; the per-process state (spool writer, flusher) is rebuilt after a fork.
+
+A request whose rows cannot be made durable raises :class:`AuditUnavailable`, and the
+chain fails closed. So does a request while the tables cannot be opened, created, written,
+or have an incompatible schema: the store checks them before it accepts the first row of a
+process, and again after a commit fails for any reason other than a conflict.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import logging
+import os
+import random
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from groundlock.stores.rows import (
+    FeedbackRow,
+    QueryRow,
+    TableRow,
+    ValidationRow,
+    arrow_schema,
+    to_arrow,
+)
+from groundlock.stores.spool import (
+    SpoolError,
+    SpoolWriter,
+    abandoned_writers,
+    adopted,
+    encode_line,
+    read_segment,
+    segments_of,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from deltalake import DeltaTable
+
+__all__ = ["TABLES", "AuditUnavailable", "DeltaAuditStore", "SpoolEntry", "sql_text"]
+
+logger = logging.getLogger("groundlock.audit")
+
+TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
+"""Every audit table, by its row model."""
+
+RowT = TypeVar("RowT", bound=TableRow)
+
+_LOOKUP_CHUNK = 2_000
+_HEALTH_RETRY_SECONDS = 5.0
+
+
+class AuditUnavailable(Exception):  # noqa: N818  (reads as the condition it reports)
+    """The audit trail cannot accept a row now; the message names no path or credential."""
+
+
+class SpoolEntry(BaseModel):
+    """One spool line: both rows of one request, made durable together."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    validation: ValidationRow
+    query: QueryRow
+
+
+@dataclass
+class _ProcessState:
+    """What one process holds: rebuilt after a fork, never inherited."""
+
+    pid: int
+    spool: SpoolWriter | None = None
+    flusher: threading.Thread | None = None
+    wake: threading.Event = field(default_factory=threading.Event)
+    stopping: bool = False
+    problem: str | None = None
+    """Why the store refuses rows now (None when it accepts them)."""
+    checked_at: float = 0.0
+    flush_error: str | None = None
+    commits: int = 0
+
+
+class DeltaAuditStore:
+    """The audit trail: a local path by default, or any object-store URI delta-rs opens.
+
+    ``storage_options`` go to delta-rs unchanged (credentials, endpoints, timeouts). The
+    spool lives in ``spool_dir``: by default ``<root>/_spool`` for a local root, and a
+    per-URI directory under ``$GROUNDLOCK_SPOOL_DIR`` (or ``~/.local/state/groundlock/spool``)
+    for an object store. It must be local, durable storage. A segment is committed when it
+    holds ``flush_rows`` requests or is ``flush_interval_seconds`` old.
+
+    Creating a store touches nothing; the first row recorded in a process opens (or
+    creates) the tables and starts that process's flusher.
+    """
+
+    def __init__(
+        self,
+        uri: str | os.PathLike[str],
+        storage_options: Mapping[str, str] | None = None,
+        *,
+        spool_dir: str | os.PathLike[str] | None = None,
+        flush_rows: int = 5_000,
+        flush_interval_seconds: float = 1.0,
+        min_vacuum_retention_hours: int = 168,
+        commit_attempts: int = 10,
+    ) -> None:
+        text = os.fspath(uri)
+        self.local = "://" not in text or text.startswith("file://")
+        if self.local:
+            text = str(Path(text.removeprefix("file://")).absolute())
+        self.uri = text.rstrip("/")
+        self.storage_options = dict(storage_options or {})
+        if spool_dir is not None:
+            self.spool_dir = Path(spool_dir).absolute()
+        elif self.local:
+            self.spool_dir = Path(self.uri) / "_spool"
+        else:
+            base = os.environ.get("GROUNDLOCK_SPOOL_DIR") or Path.home() / ".local/state"
+            digest = hashlib.sha256(self.uri.encode()).hexdigest()[:16]
+            self.spool_dir = Path(base) / "groundlock" / "spool" / digest
+        if flush_rows < 1 or flush_interval_seconds <= 0 or commit_attempts < 1:
+            raise ValueError("flush_rows, flush_interval_seconds and commit_attempts must be > 0")
+        self.flush_rows = flush_rows
+        self.flush_interval_seconds = flush_interval_seconds
+        self.min_vacuum_retention_hours = min_vacuum_retention_hours
+        self.commit_attempts = commit_attempts
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        """One flush at a time per process: the flusher thread, ``flush()`` or ``close()``."""
+        self._state = _ProcessState(pid=-1)
+        _STORES.add(self)
+
+    def __repr__(self) -> str:
+        return f"DeltaAuditStore({self.uri!r})" if self.local else "DeltaAuditStore(<object store>)"
+
+    def table_uri(self, row_type: type[TableRow]) -> str:
+        """Where ``row_type``'s table lives."""
+        return f"{self.uri}/{row_type.table}"
+
+    # -- the hot path -----------------------------------------------------------------------
+
+    def record(self, validation: ValidationRow, query: QueryRow) -> None:
+        """Make both rows of one request durable, or raise :class:`AuditUnavailable`."""
+        state = self._process_state()
+        if state.problem is not None:
+            raise AuditUnavailable(state.problem)
+        assert state.spool is not None  # noqa: S101  (set whenever problem is None)
+        entry = SpoolEntry(validation=validation, query=query)
+        try:
+            state.spool.append(encode_line(entry.model_dump_json()))
+        except SpoolError as exc:
+            raise AuditUnavailable("the audit spool cannot be written") from exc
+        if state.spool.pending_lines >= self.flush_rows:
+            state.wake.set()
+
+    def _process_state(self) -> _ProcessState:
+        state = self._state
+        if state.pid == os.getpid() and (
+            state.problem is None or time.monotonic() - state.checked_at < _HEALTH_RETRY_SECONDS
+        ):
+            return state
+        with self._lock:
+            if self._state.pid != os.getpid():
+                self._state = _ProcessState(pid=os.getpid())
+            state = self._state
+            if state.problem is not None or state.spool is None:
+                self._start(state)
+            return state
+
+    def _start(self, state: _ProcessState) -> None:
+        state.checked_at = time.monotonic()
+        state.problem = self.problem()
+        if state.problem is not None:
+            logger.error("audit store unavailable: %s", state.problem)
+            return
+        if state.spool is None:
+            try:
+                state.spool = SpoolWriter(self.spool_dir)
+            except OSError as exc:
+                state.problem = f"the audit spool cannot be created ({type(exc).__name__})"
+                logger.error("audit store unavailable: %s", state.problem)  # noqa: TRY400  (no paths)
+                return
+        if state.flusher is None:
+            state.flusher = threading.Thread(
+                target=self._flush_loop, args=(state,), name="groundlock-audit-flusher",
+                daemon=True,
+            )  # fmt: skip
+            state.flusher.start()
+
+    def problem(self) -> str | None:
+        """Why the tables cannot take rows now, or None; opens or creates them as needed.
+
+        The text is safe to show: it names the table and the kind of fault, never a path,
+        a URI or a credential.
+        """
+        for row_type in TABLES:
+            try:
+                table = self._open(row_type, create=True)
+            except Exception as exc:  # noqa: BLE001  (any failure means: not available)
+                return f"the {row_type.table} table cannot be opened ({_kind(exc)})"
+            mismatch = _schema_problem(table, row_type)
+            if mismatch:
+                return f"the {row_type.table} table {mismatch}"
+            if self.local and not _writable(Path(self.table_uri(row_type)) / "_delta_log"):
+                return f"the {row_type.table} table is not writable"
+        return None
+
+    # -- tables -----------------------------------------------------------------------------
+
+    def _open(self, row_type: type[TableRow], *, create: bool = False) -> DeltaTable:
+        from deltalake import DeltaTable  # noqa: PLC0415  (never imported before a fork)
+
+        uri = self.table_uri(row_type)
+        options = self.storage_options or None
+        if create and not DeltaTable.is_deltatable(uri, storage_options=options):
+            with contextlib.suppress(Exception):  # a racing process may create it first
+                DeltaTable.create(
+                    uri,
+                    arrow_schema(row_type),
+                    mode="ignore",
+                    configuration={"delta.appendOnly": "true"},
+                    storage_options=options,
+                )
+        return DeltaTable(uri, storage_options=options)
+
+    # -- the flusher ------------------------------------------------------------------------
+
+    def _flush_loop(self, state: _ProcessState) -> None:
+        with self._flush_lock:
+            self._recover(state)
+        while not state.stopping:
+            state.wake.wait(self.flush_interval_seconds)
+            state.wake.clear()
+            if state.pid != os.getpid():
+                return
+            with self._flush_lock:
+                self._flush_own(state)
+
+    def _flush_own(self, state: _ProcessState) -> None:
+        spool = state.spool
+        if spool is None:
+            return
+        try:
+            spool.rotate()
+        except OSError:
+            logger.exception("audit spool rotation failed")
+        closed = [
+            s for s in segments_of(self.spool_dir, spool.writer_id) if s.seq < spool.current_seq
+        ]
+        if closed:
+            self._commit(state, spool.writer_id, closed)
+
+    def _recover(self, state: _ProcessState) -> None:
+        """Commit what dead writers (earlier runs, killed processes) left in the spool."""
+        own = state.spool.writer_id if state.spool else ""
+        for writer_id in abandoned_writers(self.spool_dir, exclude=own):
+            with adopted(self.spool_dir, writer_id) as segments:
+                if segments:
+                    self._commit(state, writer_id, segments)
+
+    def flush(self) -> None:
+        """Commit everything this process has spooled so far (blocks until done or failed)."""
+        state = self._state
+        if state.pid != os.getpid() or state.spool is None:
+            return
+        with self._flush_lock:
+            self._flush_own(state)
+
+    def recover(self) -> None:
+        """Commit the spool segments of writers that are no longer running."""
+        state = self._process_state()
+        with self._flush_lock:
+            self._recover(state)
+
+    def close(self) -> None:
+        """Stop this process's flusher after a final flush; later records start it again."""
+        state = self._state
+        if state.pid != os.getpid() or state.spool is None:
+            return
+        state.stopping = True
+        state.wake.set()
+        if state.flusher is not None and state.flusher is not threading.current_thread():
+            state.flusher.join()
+        with self._flush_lock:
+            self._flush_own(state)
+            state.spool.close()
+            if not segments_of(self.spool_dir, state.spool.writer_id):
+                state.spool.release()
+        self._state = _ProcessState(pid=-1)
+
+    def _commit(self, state: _ProcessState, writer_id: str, segments: Sequence[Any]) -> None:
+        entries: dict[int, list[SpoolEntry]] = {}
+        for segment in segments:
+            entries[segment.seq] = _entries(segment.path)
+        app_id = f"groundlock-spool-{writer_id}"
+        try:
+            for row_type, pick in (
+                (ValidationRow, lambda e: e.validation),
+                (QueryRow, lambda e: e.query),
+            ):
+                self._append_segments(row_type, app_id, entries, pick)
+        except Exception as exc:  # noqa: BLE001  (rows stay in the spool; retried next time)
+            state.flush_error = _kind(exc)
+            # The class only: delta-rs messages quote URIs, and a URI may carry a credential.
+            logger.error("audit commit failed, rows kept in the spool (%s)", _kind(exc))  # noqa: TRY400
+            state.problem = self.problem() or None
+            state.checked_at = time.monotonic()
+            return
+        state.flush_error = None
+        state.commits += 1
+        for segment in segments:
+            with contextlib.suppress(FileNotFoundError):
+                segment.path.unlink()
+
+    def _append_segments(
+        self,
+        row_type: type[RowT],
+        app_id: str,
+        entries: Mapping[int, Sequence[SpoolEntry]],
+        pick: Callable[[SpoolEntry], RowT],
+    ) -> None:
+        from deltalake import CommitProperties, Transaction, write_deltalake  # noqa: PLC0415
+        from deltalake.exceptions import CommitFailedError  # noqa: PLC0415
+
+        for attempt in range(1, self.commit_attempts + 1):
+            table = self._open(row_type)
+            done = table.transaction_version(app_id)
+            todo = [seq for seq in sorted(entries) if done is None or seq > done]
+            if not todo:
+                return
+            rows = _first_of_each_key([pick(e) for seq in todo for e in entries[seq]])
+            rows = self._absent(table, rows)
+            if not rows:
+                return  # nothing new; the segments are already recorded
+            try:
+                write_deltalake(
+                    table,
+                    to_arrow(row_type, rows),
+                    mode="append",
+                    commit_properties=CommitProperties(
+                        app_transactions=[Transaction(app_id, todo[-1])],
+                        custom_metadata={"groundlock.rows": str(len(rows))},
+                    ),
+                )
+            except CommitFailedError:
+                if attempt == self.commit_attempts:
+                    raise
+                # Conflicts with other writers: back off with jitter, then look again (the
+                # commit may even have landed).
+                time.sleep(min(2.0, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))  # noqa: S311
+                continue
+            return
+
+    def _absent(self, table: DeltaTable, rows: list[RowT]) -> list[RowT]:
+        """``rows`` whose key the table does not hold yet (unkeyed rows always)."""
+        keys = {key for row in rows if (key := row.key()) is not None}
+        if not keys:
+            return rows
+        present = set()
+        ids = sorted({request_id for request_id, _ in keys})
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            chunk = ids[start : start + _LOOKUP_CHUNK]
+            for request_id, run_id in self._query(
+                table,
+                "SELECT request_id, run_id FROM t WHERE request_id IN ("  # noqa: S608  (quoted)
+                + ",".join(_sql_text(i) for i in chunk)
+                + ")",
+            ):
+                present.add((request_id, run_id or ""))
+        return [row for row in rows if row.key() not in present]
+
+    @staticmethod
+    def _query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:
+        from deltalake import QueryBuilder  # noqa: PLC0415
+
+        result = QueryBuilder().register("t", table).execute(sql).read_all()
+        columns = [column.to_pylist() for column in result.columns]
+        return list(zip(*columns, strict=True)) if columns else []
+
+    # -- reads and maintenance ----------------------------------------------------------------
+
+    def select(
+        self, row_type: type[RowT], where: str = "", *, order_by: str = "timestamp_utc",
+        limit: int | None = None,
+    ) -> list[RowT]:  # fmt: skip
+        """Rows of one table as row models, oldest first.
+
+        ``where`` is a SQL condition over the table's columns, with values quoted by
+        :func:`sql_text` (the CLI builds its filters this way).
+        """
+        table = self._open(row_type, create=True)
+        columns = list(row_type.model_fields)
+        sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
+        if where:
+            sql += f" WHERE {where}"
+        sql += f" ORDER BY {order_by}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [
+            row_type.model_validate(dict(zip(columns, values, strict=True)), strict=False)
+            for values in self._query(table, sql)
+        ]
+
+    def add_feedback(self, request_id: str, rating: int, comment: str | None = None) -> FeedbackRow:
+        """Append one feedback row (a direct commit: feedback is rare and interactive)."""
+        from deltalake import write_deltalake  # noqa: PLC0415
+
+        row = FeedbackRow.model_validate(
+            {
+                "record_id": uuid.uuid4().hex,
+                "timestamp_utc": datetime.now(UTC),
+                "request_id": request_id,
+                "rating": rating,
+                "comment": comment,
+            }
+        )
+        problem = self.problem()
+        if problem:
+            raise AuditUnavailable(problem)
+        table = self._open(FeedbackRow)
+        write_deltalake(table, to_arrow(FeedbackRow, [row]), mode="append")
+        return row
+
+    def compact(self) -> dict[str, dict[str, Any]]:
+        """Merge small files in every table; rows are unchanged (``dataChange=false``)."""
+        return {row_type.table: self._open(row_type).optimize.compact() for row_type in TABLES}
+
+    def vacuum(self, retention_hours: int, *, dry_run: bool = True) -> dict[str, list[str]]:
+        """Delete files no longer referenced and older than ``retention_hours``.
+
+        Refuses a retention below ``min_vacuum_retention_hours``: a shorter one could delete
+        files that a reader (or time travel for an audit) still needs.
+        """
+        if retention_hours < self.min_vacuum_retention_hours:
+            raise ValueError(
+                f"retention of {retention_hours} h is below the configured minimum of "
+                f"{self.min_vacuum_retention_hours} h"
+            )
+        return {
+            row_type.table: self._open(row_type).vacuum(
+                retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False
+            )
+            for row_type in TABLES
+        }
+
+
+def sql_text(value: str) -> str:
+    """``value`` as a SQL string literal (quotes doubled)."""
+    return _sql_text(value)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _entries(path: Path) -> list[SpoolEntry]:
+    payloads, torn = read_segment(path)
+    entries = []
+    for payload in payloads:
+        try:
+            entries.append(SpoolEntry.model_validate_json(payload))
+        except ValidationError:
+            torn += 1
+    if torn:
+        logger.warning("audit spool: %d unreadable line(s) skipped in one segment", torn)
+    return entries
+
+
+def _first_of_each_key(rows: Iterable[RowT]) -> list[RowT]:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for row in rows:
+        key = row.key()
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(row)
+    return kept
+
+
+def _schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:
+    expected = arrow_schema(row_type)
+    actual = table.schema().to_arrow()
+    want = [(f.name, str(f.type), f.nullable) for f in map(expected.field, range(len(expected)))]
+    have = [(f.name, str(f.type), f.nullable) for f in map(actual.field, range(len(actual)))]
+    if sorted(want) != sorted(have):
+        return "has an incompatible schema"
+    if table.metadata().configuration.get("delta.appendOnly") != "true":
+        return "is not append-only"
+    return None
+
+
+def _writable(directory: Path) -> bool:
+    # os.access answers for root as if permissions did not apply: try a real write.
+    probe = directory / f".groundlock-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _kind(exc: BaseException) -> str:
+    """The exception's class, not its text: delta-rs messages quote paths and URIs."""
+    return type(exc).__name__
+
+
+_STORES: weakref.WeakSet[DeltaAuditStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's threads do not exist here and its descriptors are shared: forget them,
+    # without closing the parent's segments or releasing its lock.
+    for store in list(_STORES):
+        state = store._state
+        if state.spool is not None:
+            state.spool.forget_after_fork()
+        store._state = _ProcessState(pid=-1)
+        store._lock = threading.Lock()
+        store._flush_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _at_exit() -> None:
+    for store in list(_STORES):
+        with contextlib.suppress(Exception):
+            store.close()
+
+
+atexit.register(_at_exit)

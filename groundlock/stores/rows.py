@@ -1,0 +1,228 @@
+"""The audit tables' rows: one pydantic model each, and the Arrow schema derived from it.
+
+A row model is the single source of truth for its table. Its fields, in order, are the
+table's columns; the Arrow schema is computed from their annotations, so the two cannot
+drift. Rows are validated *strictly* before delta-rs sees them, because delta-rs casts to
+the table's types on append (``1.7`` would land in an integer column as ``1``): no
+coercion of any kind, no unknown field, no missing field, and timestamps must be
+timezone-aware UTC (a naive one would create a ``timestamp_ntz`` column and raise the table
+protocol past what ordinary Spark readers open).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, ClassVar, Self, Union, get_args, get_origin
+
+from arro3.core import Array, DataType, Field, Schema, Table, list_array
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
+from pydantic import Field as PydanticField
+
+__all__ = [
+    "FeedbackRow",
+    "QueryRow",
+    "TableRow",
+    "UtcTimestamp",
+    "ValidationRow",
+    "arrow_schema",
+    "to_arrow",
+]
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() != timedelta(0):
+        raise ValueError("timestamps must be timezone-aware UTC")
+    return value
+
+
+UtcTimestamp = Annotated[datetime, AfterValidator(_utc)]
+"""A timezone-aware UTC ``datetime`` (stored as Arrow ``timestamp[us, UTC]``)."""
+
+_Text = Annotated[str, StringConstraints(max_length=100_000)]
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+_Count = Annotated[int, PydanticField(ge=0)]
+_Ms = Annotated[float, PydanticField(ge=0, allow_inf_nan=False)]
+
+
+class TableRow(BaseModel):
+    """A row of one audit table: strict, closed, frozen."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    table: ClassVar[str]
+    """The table's directory name under the store's root."""
+    key_fields: ClassVar[tuple[str, ...]] = ()
+    """The columns that identify a row; empty when every row is distinct (feedback)."""
+
+    record_id: _Id
+    """This row's own id (a uuid4); distinct even for rows with no request_id."""
+    timestamp_utc: UtcTimestamp
+
+    def key(self) -> tuple[str, str] | None:
+        """``(request_id, run_id)`` for a keyed table; None when the row has no key."""
+        return None
+
+
+class _RequestRow(TableRow):
+    key_fields: ClassVar[tuple[str, ...]] = ("request_id", "run_id")
+
+    request_id: _Id | None
+    """Null only for input too malformed to carry a request_id (never deduplicated)."""
+    run_id: _Id | None
+
+    def key(self) -> tuple[str, str] | None:
+        if self.request_id is None:
+            return None
+        return (self.request_id, self.run_id or "")
+
+
+class ValidationRow(_RequestRow):
+    """One validation result: ``000``'s validation table, plus the hashes that replay it."""
+
+    table: ClassVar[str] = "validations"
+
+    status: _Id
+    """The public status (OK, NO_EVIDENCE, FAILED)."""
+    generation_status: _Id
+    validation_status: _Id
+    failure_reason: _Id | None
+    message: _Text | None
+    """Internal detail of a failure (which field, which sentence); never quotes the answer."""
+    assembly_status: _Id | None
+    assembly_reason: _Id | None
+    sentence_count: _Count
+    citation_count: _Count
+    uncited_sentence_count: _Count
+    invalid_anchor_count: _Count
+    malformed_anchor_count: _Count
+    suspicious_new_ids: tuple[_Text, ...]
+    refusal_detected: bool
+    length_ratio_flag: bool
+    validated_citations: tuple[_Id, ...]
+    validated_answer_text: _Text | None
+    """The answer exactly as validated: present only when validation PASSED."""
+    model_provider: _Id | None
+    model_name: _Id | None
+    reported_model_name: _Id | None
+    response_id: _Id | None
+    embedding_model: _Id | None
+    index_version: _Id | None
+    policy_version: _Id | None
+    policy_sha256: _Id | None
+    template_version: _Id | None
+    template_sha256: _Id | None
+    prompt_sha256: _Id | None
+    retrieved_k: _Count | None
+    selected_k: _Count | None
+    attempts: _Count
+    latency_ms: _Ms
+    prompt_tokens: _Count | None
+    completion_tokens: _Count | None
+    total_tokens: _Count | None
+    groundlock_version: _Id
+
+    @model_validator(mode="after")
+    def _text_only_when_passed(self) -> Self:
+        if (self.validated_answer_text is not None) != (self.validation_status == "PASSED"):
+            raise ValueError("validated_answer_text is present exactly when validation PASSED")
+        return self
+
+
+class QueryRow(_RequestRow):
+    """One request as a query log entry (``003``'s ``serving.rag_queries``)."""
+
+    table: ClassVar[str] = "queries"
+
+    requester_id: _Id | None
+    requester_role: _Id | None
+    retrieval_strategy: _Id | None
+    top_k: _Count | None
+    retrieved_chunk_ids: tuple[_Id, ...]
+    """Every row the retriever returned, in rank order."""
+    selected_chunk_ids: tuple[_Id, ...]
+    """The rows admitted as evidence, in anchor order."""
+    cited_chunk_ids: tuple[_Id, ...]
+    """The chunks the validated answer cites, in order of first citation."""
+    status: _Id
+    failure_reason: _Id | None
+    latency_ms: _Ms
+    retrieval_latency_ms: _Ms | None
+
+
+class FeedbackRow(TableRow):
+    """A reader's rating of one answer."""
+
+    table: ClassVar[str] = "feedback"
+
+    request_id: _Id
+    rating: Annotated[int, PydanticField(ge=1, le=5)]
+    """1 (wrong or useless) to 5 (correct and complete)."""
+    comment: Annotated[str, StringConstraints(max_length=4000)] | None
+
+
+def _arrow_type(annotation: object) -> tuple[DataType, bool]:
+    """The Arrow type of a field annotation, and whether it is nullable."""
+    nullable = False
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        nullable = len(members) < len(get_args(annotation))
+        (annotation,) = members
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is tuple:
+        return DataType.list(Field("element", DataType.string(), nullable=False)), nullable
+    scalar: dict[object, DataType] = {
+        str: DataType.string(),
+        int: DataType.int64(),
+        float: DataType.float64(),
+        bool: DataType.bool(),
+        datetime: DataType.timestamp("us", tz="UTC"),
+    }
+    return scalar[annotation], nullable
+
+
+def arrow_schema(row_type: type[TableRow]) -> Schema:
+    """The table's Arrow schema: one column per field, in field order."""
+    fields = []
+    for name, info in row_type.model_fields.items():
+        data_type, nullable = _arrow_type(info.annotation)
+        fields.append(Field(name, data_type, nullable=nullable))
+    return Schema(fields)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: datetime) -> int:
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def to_arrow(row_type: type[TableRow], rows: Sequence[TableRow]) -> Table:
+    """``rows`` (already validated ``row_type`` instances) as an Arrow table of its schema."""
+    schema = arrow_schema(row_type)
+    columns = []
+    for field in map(schema.field, range(len(schema))):
+        values = [getattr(row, field.name) for row in rows]
+        data_type = field.type
+        if data_type.is_timestamp(data_type):
+            micros = Array([None if v is None else _micros(v) for v in values], DataType.int64())
+            columns.append(micros.cast(data_type))
+        elif data_type.is_list(data_type):
+            offsets = [0]
+            flat: list[str] = []
+            for items in values:
+                flat.extend(items)
+                offsets.append(len(flat))
+            columns.append(
+                list_array(
+                    Array(offsets, DataType.int32()),
+                    Array(flat, DataType.string()),
+                    type=data_type,
+                )
+            )
+        else:
+            columns.append(Array(values, data_type))
+    return Table.from_arrays(columns, schema=schema)

@@ -1,0 +1,285 @@
+"""The audit spool: where a request's rows become durable before any Delta commit.
+
+A Delta commit per request would put a log write, a parquet file and an object-store round
+trip on every answer's path, and leave a table of tiny files. Instead each process appends
+its rows to a local, append-only spool file and fsyncs it; a background flusher later
+commits whole spool segments to Delta (see :mod:`groundlock.stores.delta`).
+
+Layout: one *writer* per process, named by a random id, owns ``<id>.lock`` (held with
+``flock`` for the process's life) and its segments ``<id>.<seq>.spool``. A segment is
+closed when the flusher rotates it; only closed segments are committed, in ``seq`` order,
+and deleted once committed. A writer whose lock can be taken is dead (the kernel releases
+``flock`` when a process dies, SIGKILL included): any process may adopt its segments.
+
+Each line is ``<crc32 hex> <json>`` and a newline. A request returns only after its line is
+written and fsynced, so a line cut short by a crash belongs to a request that never
+returned: readers skip it (and any other line whose checksum fails) and count it.
+
+Concurrent requests share fsyncs (group commit): whoever finds no write in progress writes
+every pending line with one ``write`` and one ``fsync``, and wakes the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import threading
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Segment", "SpoolError", "SpoolWriter", "abandoned_writers", "read_segment"]
+
+logger = logging.getLogger("groundlock.audit")
+
+_SEGMENT_RE = re.compile(r"(?P<writer>[0-9a-f]{32})\.(?P<seq>[0-9]{12})\.spool")
+
+
+class SpoolError(OSError):
+    """A line could not be made durable; the request that wrote it must fail closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One closed spool file of one writer."""
+
+    writer_id: str
+    seq: int
+    path: Path
+
+
+def _segment_path(directory: Path, writer_id: str, seq: int) -> Path:
+    return directory / f"{writer_id}.{seq:012d}.spool"
+
+
+def segments_of(directory: Path, writer_id: str) -> list[Segment]:
+    """The writer's segments on disk, in ``seq`` order."""
+    found = []
+    for path in directory.glob(f"{writer_id}.*.spool"):
+        match = _SEGMENT_RE.fullmatch(path.name)
+        if match:
+            found.append(Segment(writer_id, int(match["seq"]), path))
+    return sorted(found, key=lambda segment: segment.seq)
+
+
+def encode_line(payload: str) -> bytes:
+    """One spool line: the payload's CRC-32, a space, the payload, a newline."""
+    data = payload.encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(data), data)
+
+
+def read_segment(path: Path) -> tuple[list[str], int]:
+    """The intact payloads of a segment, and how many lines were torn or corrupt."""
+    payloads: list[str] = []
+    bad = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            crc, _, data = line.rstrip(b"\n").partition(b" ")
+            if not line.endswith(b"\n") or len(crc) != 8 or b"%08x" % zlib.crc32(data) != crc:
+                bad += 1
+                continue
+            payloads.append(data.decode("utf-8"))
+    return payloads, bad
+
+
+class SpoolWriter:
+    """This process's spool: durable appends, group-committed, and segment rotation."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.writer_id = uuid.uuid4().hex
+        self.pid = os.getpid()
+        lock_fd = _hold_lock(directory / f"{self.writer_id}.lock", blocking=False)
+        if lock_fd is None:  # a fresh random name: nobody else can hold it
+            raise SpoolError("could not lock a new spool writer")
+        self._lock_fd = lock_fd
+        self._cond = threading.Condition()
+        self._seq = 0
+        self._fd = self._open(self._seq)
+        self._lines_in_segment = 0
+        self._pending: list[bytes] = []
+        self._next_ticket = 1
+        self._durable = 0
+        """Every ticket up to this one is on disk (or failed: see ``_failed``)."""
+        self._failed: list[tuple[int, int]] = []
+        """Ticket ranges whose write or fsync failed (rare; kept for the writer's life, since
+        a waiter may look its ticket up long after the failure)."""
+        self._writing = False
+        self.closed = False
+
+    def _open(self, seq: int) -> int:
+        path = _segment_path(self.directory, self.writer_id, seq)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        _fsync_directory(self.directory)  # the new file's name is durable too
+        return fd
+
+    @property
+    def pending_lines(self) -> int:
+        """Lines in the open segment: what the next rotation will hand the flusher."""
+        return self._lines_in_segment
+
+    def append(self, line: bytes) -> None:
+        """Write ``line`` and return once it is fsynced; raise :class:`SpoolError` if not."""
+        with self._cond:
+            if self.closed:
+                raise SpoolError("the spool writer is closed")
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._pending.append(line)
+            while self._durable < ticket:
+                if self.closed:
+                    raise SpoolError("the audit spool is not writable")
+                if self._writing:
+                    self._cond.wait()
+                    continue
+                self._write_pending()
+            if any(first <= ticket <= last for first, last in self._failed):
+                raise SpoolError("the audit spool could not be written")
+
+    def _write_pending(self) -> None:
+        # Called with the condition held; releases it around the I/O.
+        batch, self._pending = self._pending, []
+        last = self._next_ticket - 1
+        first = last - len(batch) + 1
+        fd = self._fd
+        self._writing = True
+        self._cond.release()
+        error: OSError | None = None
+        try:
+            _write_all(fd, b"".join(batch))
+            os.fsync(fd)
+        except OSError as exc:
+            error = exc
+        finally:
+            self._cond.acquire()
+            self._writing = False
+        if error is not None:
+            self._failed.append((first, last))
+            logger.error("audit spool write failed (%s)", type(error).__name__)
+            # The file may now end in a partial line, which would swallow the next line
+            # written after it: later lines go to a new segment.
+            self._lines_in_segment += 1
+            try:
+                self._next_segment()
+            except OSError:
+                self.closed = True
+        else:
+            self._lines_in_segment += len(batch)
+        self._durable = last
+        self._cond.notify_all()
+
+    @property
+    def current_seq(self) -> int:
+        """The open segment's number: every segment below it is closed."""
+        return self._seq
+
+    def rotate(self) -> bool:
+        """Close the open segment if it holds anything and start the next; whether it did."""
+        with self._cond:
+            while self._writing:
+                self._cond.wait()
+            if self.closed or self._lines_in_segment == 0:
+                return False
+            self._next_segment()
+            return True
+
+    def _next_segment(self) -> None:
+        os.close(self._fd)
+        self._seq += 1
+        self._fd = self._open(self._seq)
+        self._lines_in_segment = 0
+
+    def close(self) -> None:
+        """Close the open segment's file; it stays on disk for the flusher or a recovery."""
+        with self._cond:
+            while self._writing:
+                self._cond.wait()
+            if self.closed:
+                return
+            self.closed = True
+            os.close(self._fd)
+            if self._lines_in_segment == 0:
+                with contextlib.suppress(OSError):
+                    _segment_path(self.directory, self.writer_id, self._seq).unlink()
+
+    def release(self) -> None:
+        """Drop the writer's lock and lock file (after every segment is committed)."""
+        self.close()
+        with contextlib.suppress(OSError):
+            (self.directory / f"{self.writer_id}.lock").unlink()
+        with contextlib.suppress(OSError):
+            os.close(self._lock_fd)
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: close the parent's descriptors without touching its files."""
+        for fd in (self._fd, self._lock_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.closed = True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _hold_lock(path: Path, *, blocking: bool) -> int | None:
+    """An fd holding an exclusive ``flock`` on ``path``, or None if another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def adopted(directory: Path, writer_id: str) -> Iterator[list[Segment] | None]:
+    """Hold a dead writer's lock while its segments are committed; None if it is alive.
+
+    On a clean exit from the block the lock file is removed: the writer is gone for good.
+    """
+    lock_path = directory / f"{writer_id}.lock"
+    fd = _hold_lock(lock_path, blocking=False)
+    if fd is None:
+        yield None
+        return
+    try:
+        yield segments_of(directory, writer_id)
+        if not segments_of(directory, writer_id):
+            with contextlib.suppress(OSError):
+                lock_path.unlink()
+    finally:
+        os.close(fd)
+
+
+def abandoned_writers(directory: Path, exclude: str) -> list[str]:
+    """Writer ids with segments or a lock file in ``directory``, other than ``exclude``."""
+    if not directory.is_dir():
+        return []
+    ids = set()
+    for path in directory.iterdir():
+        writer_id = path.name.split(".", 1)[0]
+        if writer_id != exclude and len(writer_id) == 32 and path.suffix in {".spool", ".lock"}:
+            ids.add(writer_id)
+    return sorted(ids)
