@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 import weakref
+from asyncio import CancelledError
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -222,7 +223,8 @@ class DeltaAuditStore:
         for row_type in TABLES:
             try:
                 table = self._open(row_type, create=True)
-            except Exception as exc:  # noqa: BLE001  (any failure means: not available)
+            except BaseException as exc:  # noqa: BLE001  (any failure means: not available)
+                _reraise_interrupt(exc)  # delta-rs panics (BaseException) after a fork
                 return f"the {row_type.table} table cannot be opened ({_kind(exc)})"
             mismatch = _schema_problem(table, row_type)
             if mismatch:
@@ -325,7 +327,8 @@ class DeltaAuditStore:
                 (QueryRow, lambda e: e.query),
             ):
                 self._append_segments(row_type, app_id, entries, pick)
-        except Exception as exc:  # noqa: BLE001  (rows stay in the spool; retried next time)
+        except BaseException as exc:  # noqa: BLE001  (rows stay in the spool; retried next time)
+            _reraise_interrupt(exc)
             state.flush_error = _kind(exc)
             # The class only: delta-rs messages quote URIs, and a URI may carry a credential.
             logger.error("audit commit failed, rows kept in the spool (%s)", _kind(exc))  # noqa: TRY400
@@ -526,6 +529,16 @@ def _writable(directory: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _reraise_interrupt(exc: BaseException) -> None:
+    """Re-raise what stops the program.
+
+    Anything else, delta-rs's ``PanicException`` (a ``BaseException``) included, is a fault
+    of the store, to fail closed on.
+    """
+    if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit | CancelledError):
+        raise exc
 
 
 def _kind(exc: BaseException) -> str:

@@ -101,7 +101,9 @@ class SpoolWriter:
         self._lock_fd = lock_fd
         self._cond = threading.Condition()
         self._seq = 0
-        self._fd = self._open(self._seq)
+        self._fd: int | None = None
+        """The open segment, created by its first write (a process that never records
+        leaves no file)."""
         self._lines_in_segment = 0
         self._pending: list[bytes] = []
         self._next_ticket = 1
@@ -147,13 +149,14 @@ class SpoolWriter:
         batch, self._pending = self._pending, []
         last = self._next_ticket - 1
         first = last - len(batch) + 1
-        fd = self._fd
         self._writing = True
         self._cond.release()
         error: OSError | None = None
         try:
-            _write_all(fd, b"".join(batch))
-            os.fsync(fd)
+            if self._fd is None:
+                self._fd = self._open(self._seq)
+            _write_all(self._fd, b"".join(batch))
+            os.fsync(self._fd)
         except OSError as exc:
             error = exc
         finally:
@@ -165,10 +168,7 @@ class SpoolWriter:
             # The file may now end in a partial line, which would swallow the next line
             # written after it: later lines go to a new segment.
             self._lines_in_segment += 1
-            try:
-                self._next_segment()
-            except OSError:
-                self.closed = True
+            self._next_segment()
         else:
             self._lines_in_segment += len(batch)
         self._durable = last
@@ -190,9 +190,11 @@ class SpoolWriter:
             return True
 
     def _next_segment(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd = None
         self._seq += 1
-        self._fd = self._open(self._seq)
         self._lines_in_segment = 0
 
     def close(self) -> None:
@@ -203,10 +205,9 @@ class SpoolWriter:
             if self.closed:
                 return
             self.closed = True
-            os.close(self._fd)
-            if self._lines_in_segment == 0:
-                with contextlib.suppress(OSError):
-                    _segment_path(self.directory, self.writer_id, self._seq).unlink()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def release(self) -> None:
         """Drop the writer's lock and lock file (after every segment is committed)."""
@@ -219,8 +220,9 @@ class SpoolWriter:
     def forget_after_fork(self) -> None:
         """In a forked child: close the parent's descriptors without touching its files."""
         for fd in (self._fd, self._lock_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.closed = True
 
 
