@@ -417,7 +417,12 @@ class DeltaAuditStore:
         ``where`` is a SQL condition over the table's columns, with values quoted by
         :func:`sql_text` (the CLI builds its filters this way).
         """
-        table = self._open(row_type, create=True)
+        from deltalake.exceptions import TableNotFoundError  # noqa: PLC0415
+
+        try:
+            table = self._open(row_type)
+        except TableNotFoundError:
+            raise AuditUnavailable(f"the {row_type.table} table does not exist") from None
         columns = list(row_type.model_fields)
         sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
         if where:
