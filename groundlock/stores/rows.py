@@ -14,6 +14,7 @@ from __future__ import annotations
 import types
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import Annotated, ClassVar, Self, Union, get_args, get_origin
 
 from arro3.core import Array, DataType, Field, Schema, Table, list_array
@@ -203,9 +204,14 @@ def _micros(value: datetime) -> int:
 def to_arrow(row_type: type[TableRow], rows: Sequence[TableRow]) -> Table:
     """``rows`` (already validated ``row_type`` instances) as an Arrow table of its schema."""
     schema = arrow_schema(row_type)
+    fields = [schema.field(i) for i in range(len(schema))]
+    # One C-level pass: each row's values in column order, then transposed to columns.
+    values_of = itemgetter(*(field.name for field in fields))
+    transposed = list(zip(*(values_of(row.__dict__) for row in rows), strict=True)) or [
+        () for _ in fields
+    ]
     columns = []
-    for field in map(schema.field, range(len(schema))):
-        values = [getattr(row, field.name) for row in rows]
+    for field, values in zip(fields, transposed, strict=True):
         data_type = field.type
         if data_type.is_timestamp(data_type):
             micros = Array([None if v is None else _micros(v) for v in values], DataType.int64())
@@ -224,5 +230,5 @@ def to_arrow(row_type: type[TableRow], rows: Sequence[TableRow]) -> Table:
                 )
             )
         else:
-            columns.append(Array(values, data_type))
+            columns.append(Array(list(values), data_type))
     return Table.from_arrays(columns, schema=schema)

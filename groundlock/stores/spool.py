@@ -105,7 +105,10 @@ class SpoolWriter:
         """The open segment, created by its first write (a process that never records
         leaves no file)."""
         self._lines_in_segment = 0
-        self._pending: list[bytes] = []
+        self._pending: list[tuple[bytes, object]] = []
+        self._items: dict[int, list[object]] = {}
+        """What each line stands for, per segment, for lines written by this process: the
+        flusher commits these instead of parsing its own files again."""
         self._next_ticket = 1
         self._durable = 0
         """Every ticket up to this one is on disk (or failed: see ``_failed``)."""
@@ -126,14 +129,18 @@ class SpoolWriter:
         """Lines in the open segment: what the next rotation will hand the flusher."""
         return self._lines_in_segment
 
-    def append(self, line: bytes) -> None:
-        """Write ``line`` and return once it is fsynced; raise :class:`SpoolError` if not."""
+    def append(self, line: bytes, item: object = None) -> None:
+        """Write ``line`` and return once it is fsynced; raise :class:`SpoolError` if not.
+
+        ``item`` (what the line encodes) is kept with the segment the line lands in, for
+        :meth:`items`.
+        """
         with self._cond:
             if self.closed:
                 raise SpoolError("the spool writer is closed")
             ticket = self._next_ticket
             self._next_ticket += 1
-            self._pending.append(line)
+            self._pending.append((line, item))
             while self._durable < ticket:
                 if self.closed:
                     raise SpoolError("the audit spool is not writable")
@@ -149,13 +156,14 @@ class SpoolWriter:
         batch, self._pending = self._pending, []
         last = self._next_ticket - 1
         first = last - len(batch) + 1
+        seq = self._seq  # rotation waits for this write: the batch lands in this segment
         self._writing = True
         self._cond.release()
         error: OSError | None = None
         try:
             if self._fd is None:
                 self._fd = self._open(self._seq)
-            _write_all(self._fd, b"".join(batch))
+            _write_all(self._fd, b"".join(line for line, _ in batch))
             os.fsync(self._fd)
         except OSError as exc:
             error = exc
@@ -171,8 +179,19 @@ class SpoolWriter:
             self._next_segment()
         else:
             self._lines_in_segment += len(batch)
+            self._items.setdefault(seq, []).extend(item for _, item in batch)
         self._durable = last
         self._cond.notify_all()
+
+    def items(self, seq: int) -> list[object] | None:
+        """The items of segment ``seq`` written by this writer (None if it wrote none)."""
+        with self._cond:
+            return self._items.get(seq)
+
+    def forget(self, seq: int) -> None:
+        """Drop segment ``seq``'s items once it is committed."""
+        with self._cond:
+            self._items.pop(seq, None)
 
     @property
     def current_seq(self) -> int:

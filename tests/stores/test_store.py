@@ -83,13 +83,19 @@ def test_requester_identity_reaches_the_query_log(store: DeltaAuditStore) -> Non
     )
 
 
-async def test_async_and_batch_record_like_invoke(store: DeltaAuditStore) -> None:
+async def test_async_batch_and_stream_record_like_invoke(store: DeltaAuditStore) -> None:
     chain = grounded_answer_chain(store=store)
     await chain.ainvoke(make_bundle(request_id="a1"))
     await chain.abatch([make_bundle(request_id=f"ab{i}") for i in range(5)])
     chain.batch([make_bundle(request_id=f"b{i}") for i in range(5)])
+    assert [chunk.status for chunk in chain.stream(make_bundle(request_id="s1"))] == [
+        GenerationStatus.OK
+    ]
+    async for chunk in chain.astream(make_bundle(request_id="as1")):
+        assert chunk.status is GenerationStatus.OK
     ids = sorted(row.request_id or "" for row in _rows(store))
-    assert ids == sorted(["a1", *(f"ab{i}" for i in range(5)), *(f"b{i}" for i in range(5))])
+    expected = ["a1", "as1", "s1", *(f"ab{i}" for i in range(5)), *(f"b{i}" for i in range(5))]
+    assert ids == sorted(expected)
 
 
 def test_the_same_request_twice_is_one_row(store: DeltaAuditStore) -> None:
@@ -181,8 +187,9 @@ def test_unflushed_rows_are_committed_by_the_next_process(tmp_path: Path) -> Non
     os.close(spool._lock_fd)
     first._state.stopping = True
     second = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
-    second.recover()
-    assert [r.request_id for r in second.select(ValidationRow)] == ["r1"]
+    second.record(validation_row(request_id="r2"), query_row(request_id="r2"))
+    second.close()  # its flusher started with the first record, and adopted r1 first
+    assert [r.request_id for r in second.select(ValidationRow)] == ["r1", "r2"]
     assert not list(second.spool_dir.glob(f"{spool.writer_id}.*"))
 
 

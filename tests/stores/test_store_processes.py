@@ -112,7 +112,7 @@ def test_compaction_while_appends_continue_loses_no_row(tmp_path: Path) -> None:
 
 
 _FORKING_SERVER = """
-import multiprocessing, sys
+import multiprocessing, os, sys
 from groundlock import grounded_answer_chain
 from groundlock.stores import DeltaAuditStore
 from tests.builders import make_bundle
@@ -125,7 +125,8 @@ if sys.argv[2] == "used":
 def child(number):
     response = chain.invoke(make_bundle(request_id=f"child-{number}"))
     store.close()
-    print(response.status.value, response.failure_reason, response.answer != "", flush=True)
+    line = f"{response.status.value} {response.failure_reason} {response.answer != ''}\\n"
+    os.write(1, line.encode())  # one write: the three children share stdout
 
 if __name__ == "__main__":
     context = multiprocessing.get_context("fork")
