@@ -19,7 +19,8 @@ EXPECTED = {
     "available_policies", "build_prompt", "load_policy", "load_template", "lock_policy",
     "GroundingMetrics", "PackageResponse", "PublicCitation", "PublicResponse", "TokenUsage",
     "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
-    "validate_answer", "GroundedAnswerChain",
+    "validate_answer", "GroundedAnswerChain", "AuditUnavailable", "DeltaAuditStore",
+    "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow",
 }  # fmt: skip
 
 
@@ -37,6 +38,7 @@ def test_every_public_name_resolves_and_explains_itself():
 def test_package_layout_shows_the_design_card():
     for package in (
         "contracts", "policies", "prompts", "runnables", "chains", "providers", "text", "core",
+        "stores",
     ):  # fmt: skip
         assert import_module(f"groundlock.{package}").__doc__
 

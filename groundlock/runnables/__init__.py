@@ -4,6 +4,14 @@ from groundlock.runnables.assemble import AssembleEvidence
 from groundlock.runnables.execute import ExecuteModel
 from groundlock.runnables.package import PackageResponse
 from groundlock.runnables.prompt import BuildPrompt
+from groundlock.runnables.record import RecordValidation
 from groundlock.runnables.validate import ValidateAnswer
 
-__all__ = ["AssembleEvidence", "BuildPrompt", "ExecuteModel", "PackageResponse", "ValidateAnswer"]
+__all__ = [
+    "AssembleEvidence",
+    "BuildPrompt",
+    "ExecuteModel",
+    "PackageResponse",
+    "RecordValidation",
+    "ValidateAnswer",
+]
