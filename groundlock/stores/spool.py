@@ -105,6 +105,8 @@ class SpoolWriter:
         """The open segment, created by its first write (a process that never records
         leaves no file)."""
         self._lines_in_segment = 0
+        self._size = 0
+        """Bytes durably written to the open segment."""
         self._pending: list[tuple[bytes, object]] = []
         self._items: dict[int, list[object]] = {}
         """What each line stands for, per segment, for lines written by this process: the
@@ -160,21 +162,30 @@ class SpoolWriter:
         self._writing = True
         self._cond.release()
         error: OSError | None = None
+        data = b"".join(line for line, _ in batch)
         try:
             if self._fd is None:
                 self._fd = self._open(self._seq)
-            _write_all(self._fd, b"".join(line for line, _ in batch))
+                self._size = 0
+            _write_all(self._fd, data)
             os.fsync(self._fd)
         except OSError as exc:
             error = exc
+            if self._fd is not None:
+                # Those requests fail closed: their lines must not be committed later by a
+                # recovery that reads this file, so they are cut off again (best effort).
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._size)
+        else:
+            self._size += len(data)
         finally:
             self._cond.acquire()
             self._writing = False
         if error is not None:
             self._failed.append((first, last))
             logger.error("audit spool write failed (%s)", type(error).__name__)
-            # The file may now end in a partial line, which would swallow the next line
-            # written after it: later lines go to a new segment.
+            # Had the cut failed, the file could end in a partial line that would swallow
+            # the next one: later lines go to a new segment either way.
             self._lines_in_segment += 1
             self._next_segment()
         else:

@@ -276,3 +276,31 @@ def test_vacuum_refuses_a_retention_below_the_minimum(store: DeltaAuditStore) ->
     with pytest.raises(ValueError, match="below the configured minimum of 168 h"):
         store.vacuum(24)
     assert store.vacuum(168, dry_run=True) == {"validations": [], "queries": [], "feedback": []}
+
+
+def test_a_failed_fsync_fails_that_request_closed_and_leaves_no_row(
+    store: DeltaAuditStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chain = grounded_answer_chain(store=store)
+    assert chain.invoke(make_bundle(request_id="before")).status is GenerationStatus.OK
+    real_fsync = os.fsync
+    failures = []
+
+    def fails_once(fd: int) -> None:
+        if not failures:
+            failures.append(fd)
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fails_once)
+    failed = chain.invoke(make_bundle(request_id="lost"))
+    after = chain.invoke(make_bundle(request_id="after"))
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert failed.failure_reason is ReasonCode.AUDIT_WRITE_FAILED
+    assert failed.answer == ""
+    assert after.status is GenerationStatus.OK
+    spool = store._state.spool
+    assert spool is not None
+    for segment in segments_of(store.spool_dir, spool.writer_id):
+        assert b'"lost"' not in segment.path.read_bytes()  # cut off the failed segment
+    assert sorted(r.request_id or "" for r in _rows(store)) == ["after", "before"]
