@@ -11,7 +11,9 @@ about delta-rs (see ``reliability-notes`` §3):
   ``(writer id, segment number)``; before committing, the flusher skips segments the table
   already records, which covers a commit that landed although its writer never saw the
   answer. Within what is left, rows whose ``(request_id, run_id)`` is already in the table,
-  or earlier in the batch, are dropped: the first row of a key is the record.
+  or earlier in the batch, are dropped: the first row of a key is the record. Every append
+  also bumps one shared ``txn``, so two writers whose lookups overlapped cannot both
+  append: delta-rs refuses the second commit, whose writer looks again.
 * **delta-rs is not fork-safe.** Nothing here touches delta-rs until a process first
   records or reads; the per-process state (spool writer, flusher) is rebuilt after a fork.
 
@@ -75,6 +77,9 @@ TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
 RowT = TypeVar("RowT", bound=TableRow)
 
 _LOOKUP_CHUNK = 5_000
+_KEY_GUARD = "groundlock-key-guard"
+"""The txn every append carries, so a key lookup and the append after it are serialised
+across writers: delta-rs refuses the second of two concurrent commits with the same app id."""
 _RETRY = 5.0
 """Seconds between checks of an unavailable store (requests fail closed meanwhile)."""
 
@@ -363,6 +368,7 @@ class DeltaAuditStore:
         for attempt in range(1, self.commit_attempts + 1):
             table = self._open(row_type)
             done = table.transaction_version(app_id)
+            guard = table.transaction_version(_KEY_GUARD) or 0
             todo = [seq for seq in sorted(entries) if done is None or seq > done]
             if not todo:
                 return
@@ -375,7 +381,12 @@ class DeltaAuditStore:
                     to_arrow(row_type, rows),
                     mode="append",
                     commit_properties=CommitProperties(
-                        app_transactions=[Transaction(app_id, todo[-1])],
+                        app_transactions=[
+                            Transaction(app_id, todo[-1]),
+                            # Every keyed append bumps one shared txn: two writers whose
+                            # lookups overlapped conflict, and the loser looks again.
+                            Transaction(_KEY_GUARD, guard + 1),
+                        ],
                         custom_metadata={"groundlock.rows": str(len(rows))},
                     ),
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,39 @@ def test_a_failed_fsync_fails_that_request_closed_and_leaves_no_row(
     for segment in segments_of(store.spool_dir, spool.writer_id):
         assert b'"lost"' not in segment.path.read_bytes()  # cut off the failed segment
     assert sorted(r.request_id or "" for r in _rows(store)) == ["after", "before"]
+
+
+def test_two_writers_racing_on_one_key_leave_one_row(tmp_path: Path) -> None:
+    # Two processes (two writers) get the same request; both look the key up before either
+    # has appended. The shared guard txn makes the second append conflict and look again.
+    first = DeltaAuditStore(
+        tmp_path / "audit", spool_dir=tmp_path / "s1", flush_interval_seconds=30
+    )
+    second = DeltaAuditStore(
+        tmp_path / "audit", spool_dir=tmp_path / "s2", flush_interval_seconds=30
+    )
+    first.record(validation_row(request_id="twice"), query_row(request_id="twice"))
+    second.record(validation_row(request_id="twice"), query_row(request_id="twice"))
+    looked_up = threading.Event()
+    second_done = threading.Event()
+    real_absent = DeltaAuditStore._absent
+
+    def absent_then_wait(self: DeltaAuditStore, table: Any, keyed: Any) -> Any:
+        rows = real_absent(self, table, keyed)
+        if self is first and not looked_up.is_set():
+            looked_up.set()
+            second_done.wait(30)  # the other writer appends in between
+        return rows
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DeltaAuditStore, "_absent", absent_then_wait)
+        racer = threading.Thread(target=first.flush)
+        racer.start()
+        assert looked_up.wait(30)
+        second.flush()
+        second_done.set()
+        racer.join(60)
+    assert [r.request_id for r in first.select(ValidationRow)] == ["twice"]
+    assert [r.request_id for r in first.select(QueryRow)] == ["twice"]
+    first.close()
+    second.close()
