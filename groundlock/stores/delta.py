@@ -317,10 +317,13 @@ class DeltaAuditStore:
         if state.flusher is not None and state.flusher is not threading.current_thread():
             state.flusher.join()
         with self._flush_lock:
-            self._flush_own(state)
-            state.spool.close()
-            if not segments_of(self.spool_dir, state.spool.writer_id):
-                state.spool.release()
+            for _ in range(3):  # a commit may lose to other writers' conflicts: try again
+                self._flush_own(state)
+                if not segments_of(self.spool_dir, state.spool.writer_id):
+                    break
+            # Segments still left are durable; without the lock, the next store to start
+            # (in any process) adopts and commits them.
+            state.spool.release()
         self._state = _ProcessState(pid=-1)
 
     def _commit(self, state: _ProcessState, writer_id: str, segments: Sequence[Any]) -> None:
