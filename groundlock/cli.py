@@ -91,12 +91,6 @@ def _parser() -> argparse.ArgumentParser:
     vacuum = actions.add_parser("vacuum", help="delete unreferenced files past retention")
     _store_option(vacuum)
     vacuum.add_argument("--retention-hours", type=int, default=168)
-    vacuum.add_argument(
-        "--min-retention-hours", type=int,
-        default=int(os.environ.get("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS", "168")),
-        help="refuse any shorter retention (default $GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS "
-        "or 168)",
-    )  # fmt: skip
     vacuum.add_argument("--apply", action="store_true", help="delete (default: dry run)")
     vacuum.set_defaults(handler=_vacuum)
 
@@ -138,8 +132,9 @@ def _timestamp(text: str) -> datetime:
 def _store(args: argparse.Namespace) -> DeltaAuditStore:
     if not args.store:
         raise _UsageError("no store: pass --store URI or set GROUNDLOCK_STORE")
-    return DeltaAuditStore(args.store, min_vacuum_retention_hours=getattr(
-        args, "min_retention_hours", 168))  # fmt: skip
+    # The vacuum minimum comes from configuration ($GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS),
+    # never from the command line that asks for the vacuum.
+    return DeltaAuditStore(args.store)
 
 
 def _where(args: argparse.Namespace) -> str:

@@ -80,6 +80,8 @@ _LOOKUP_CHUNK = 5_000
 _KEY_GUARD = "groundlock-key-guard"
 """The txn every append carries, so a key lookup and the append after it are serialised
 across writers: delta-rs refuses the second of two concurrent commits with the same app id."""
+_RECOVER_EVERY = 30.0
+"""Seconds between looks for dead writers' segments, after the one at flusher start."""
 _RETRY = 5.0
 """Seconds between checks of an unavailable store (requests fail closed meanwhile)."""
 
@@ -134,7 +136,7 @@ class DeltaAuditStore:
         spool_dir: str | os.PathLike[str] | None = None,
         flush_rows: int = 5_000,
         flush_interval_seconds: float = 1.0,
-        min_vacuum_retention_hours: int = 168,
+        min_vacuum_retention_hours: int | None = None,
         commit_attempts: int = 10,
     ) -> None:
         text = os.fspath(uri)
@@ -155,7 +157,11 @@ class DeltaAuditStore:
             raise ValueError("flush_rows, flush_interval_seconds and commit_attempts must be > 0")
         self.flush_rows = flush_rows
         self.flush_interval_seconds = flush_interval_seconds
-        self.min_vacuum_retention_hours = min_vacuum_retention_hours
+        self.min_vacuum_retention_hours = (
+            min_vacuum_retention_hours
+            if min_vacuum_retention_hours is not None
+            else int(os.environ.get("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS", "168"))
+        )
         self.commit_attempts = commit_attempts
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -189,7 +195,8 @@ class DeltaAuditStore:
     def _process_state(self) -> _ProcessState:
         state = self._state
         if state.pid == os.getpid():
-            if state.problem is None and state.spool is not None:
+            flusher = state.flusher
+            if state.problem is None and flusher is not None and flusher.is_alive():
                 return state
             if state.problem is not None and time.monotonic() - state.checked_at < _RETRY:
                 return state
@@ -197,8 +204,8 @@ class DeltaAuditStore:
             if self._state.pid != os.getpid():
                 self._state = _ProcessState(pid=os.getpid())
             state = self._state
-            if state.problem is not None or state.spool is None:
-                self._start(state)
+            if state.problem is not None or state.flusher is None or not state.flusher.is_alive():
+                self._start(state)  # first use, a fault to re-check, or a flusher that died
             return state
 
     def _start(self, state: _ProcessState) -> None:
@@ -214,12 +221,18 @@ class DeltaAuditStore:
                 state.problem = f"the audit spool cannot be created ({type(exc).__name__})"
                 logger.error("audit store unavailable: %s", state.problem)  # noqa: TRY400  (no paths)
                 return
-        if state.flusher is None:
-            state.flusher = threading.Thread(
+        if state.flusher is None or not state.flusher.is_alive():
+            flusher = threading.Thread(
                 target=self._flush_loop, args=(state,), name="groundlock-audit-flusher",
                 daemon=True,
             )  # fmt: skip
-            state.flusher.start()
+            try:
+                flusher.start()
+            except RuntimeError as exc:  # no thread can be started: nothing would commit
+                state.problem = f"the audit flusher cannot start ({type(exc).__name__})"
+                logger.error("audit store unavailable: %s", state.problem)  # noqa: TRY400
+                return
+            state.flusher = flusher
 
     def problem(self) -> str | None:
         """Why the tables cannot take rows now, or None; opens or creates them as needed.
@@ -261,15 +274,31 @@ class DeltaAuditStore:
     # -- the flusher ------------------------------------------------------------------------
 
     def _flush_loop(self, state: _ProcessState) -> None:
-        with self._flush_lock:
-            self._recover(state)
-        while not state.stopping:
+        recovered_at = -_RECOVER_EVERY
+        while not state.stopping and state.pid == os.getpid():
+            # Dead writers' segments: at start, then now and then (a sibling may die while
+            # this process lives on).
+            if time.monotonic() - recovered_at >= _RECOVER_EVERY:
+                self._guarded(self._recover, state)
+                recovered_at = time.monotonic()
             state.wake.wait(self.flush_interval_seconds)
             state.wake.clear()
-            if state.pid != os.getpid():
-                return
-            with self._flush_lock:
-                self._flush_own(state)
+            if state.pid == os.getpid():
+                self._guarded(self._flush_own, state)
+
+    def _guarded(self, work: Callable[[_ProcessState], None], state: _ProcessState) -> None:
+        """Run one flusher step; a fault is logged by kind and the loop goes on.
+
+        The rows stay in the spool. A dead flusher would leave requests acknowledged and
+        nothing committed.
+        """
+        with self._flush_lock:
+            try:
+                work(state)
+            except BaseException as exc:  # noqa: BLE001
+                _reraise_interrupt(exc)
+                state.flush_error = _kind(exc)
+                logger.error("audit flusher step failed (%s)", _kind(exc))  # noqa: TRY400
 
     def _flush_own(self, state: _ProcessState) -> None:
         spool = state.spool
@@ -289,54 +318,58 @@ class DeltaAuditStore:
         """Commit what dead writers (earlier runs, killed processes) left in the spool."""
         own = state.spool.writer_id if state.spool else ""
         for writer_id in abandoned_writers(self.spool_dir, exclude=own):
-            with adopted(self.spool_dir, writer_id) as segments:
-                if segments:
-                    self._commit(state, writer_id, segments)
+            try:
+                with adopted(self.spool_dir, writer_id) as segments:
+                    if segments:
+                        self._commit(state, writer_id, segments)
+            except OSError as exc:  # one unreadable writer must not block the others
+                logger.error("audit recovery skipped a writer (%s)", _kind(exc))  # noqa: TRY400
 
     def flush(self) -> None:
         """Commit everything this process has spooled so far (blocks until done or failed)."""
         state = self._state
         if state.pid != os.getpid() or state.spool is None:
             return
-        with self._flush_lock:
-            self._flush_own(state)
+        self._guarded(self._flush_own, state)
 
     def recover(self) -> None:
         """Commit the spool segments of writers that are no longer running."""
         state = self._process_state()
-        with self._flush_lock:
-            self._recover(state)
+        self._guarded(self._recover, state)
 
     def close(self) -> None:
         """Stop this process's flusher after a final flush; later records start it again."""
-        state = self._state
+        with self._lock:  # one closer: a second caller (atexit, a shutdown hook) returns
+            state, self._state = self._state, _ProcessState(pid=-1)
         if state.pid != os.getpid() or state.spool is None:
             return
         state.stopping = True
         state.wake.set()
         if state.flusher is not None and state.flusher is not threading.current_thread():
             state.flusher.join()
-        with self._flush_lock:
-            for _ in range(3):  # a commit may lose to other writers' conflicts: try again
-                self._flush_own(state)
-                if not segments_of(self.spool_dir, state.spool.writer_id):
-                    break
-            # Segments still left are durable; without the lock, the next store to start
-            # (in any process) adopts and commits them.
-            state.spool.release()
-        self._state = _ProcessState(pid=-1)
+        spool = state.spool
+        for _ in range(3):  # a commit may lose to other writers' conflicts: try again
+            self._guarded(self._flush_own, state)
+            if not segments_of(self.spool_dir, spool.writer_id):
+                break
+        # Segments still left are durable; without the lock, the next store to start (in
+        # any process) adopts and commits them.
+        spool.release()
 
     def _commit(self, state: _ProcessState, writer_id: str, segments: Sequence[Any]) -> None:
         own = state.spool if state.spool and state.spool.writer_id == writer_id else None
         entries: dict[int, list[SpoolEntry]] = {}
-        for segment in segments:
-            kept = own.items(segment.seq) if own else None
-            entries[segment.seq] = (
-                [e for e in kept if isinstance(e, SpoolEntry)] if kept is not None
-                else _entries(segment.path)
-            )  # fmt: skip
+        quarantine = set()
         app_id = f"groundlock-spool-{writer_id}"
         try:
+            for segment in segments:
+                kept = own.items(segment.seq) if own else None
+                if kept is not None:
+                    entries[segment.seq] = [e for e in kept if isinstance(e, SpoolEntry)]
+                    continue
+                entries[segment.seq], unreadable = _entries(segment.path)
+                if unreadable:
+                    quarantine.add(segment.seq)
             for row_type, pick in (
                 (ValidationRow, lambda e: e.validation),
                 (QueryRow, lambda e: e.query),
@@ -354,7 +387,12 @@ class DeltaAuditStore:
         state.commits += 1
         for segment in segments:
             with contextlib.suppress(FileNotFoundError):
-                segment.path.unlink()
+                if segment.seq in quarantine:
+                    # Lines that checksum but do not validate (a spool from another version?)
+                    # are kept aside for a person to look at, never silently dropped.
+                    segment.path.rename(segment.path.with_suffix(".bad"))
+                else:
+                    segment.path.unlink()
             if own:
                 own.forget(segment.seq)
 
@@ -511,17 +549,21 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _entries(path: Path) -> list[SpoolEntry]:
+def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
+    """A segment's entries, and how many checksummed lines failed validation."""
     payloads, torn = read_segment(path)
     entries = []
+    unreadable = 0
     for payload in payloads:
         try:
             entries.append(SpoolEntry.model_validate_json(payload))
         except ValidationError:
-            torn += 1
-    if torn:
-        logger.warning("audit spool: %d unreadable line(s) skipped in one segment", torn)
-    return entries
+            unreadable += 1
+    if torn or unreadable:
+        logger.warning(
+            "audit spool: %d torn and %d invalid line(s) in one segment", torn, unreadable
+        )
+    return entries, unreadable
 
 
 def _keyed(rows: Iterable[RowT]) -> list[tuple[tuple[str, str] | None, RowT]]:

@@ -43,7 +43,9 @@ UtcTimestamp = Annotated[datetime, AfterValidator(_utc)]
 
 _Text = Annotated[str, StringConstraints(max_length=100_000)]
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=512)]
-_Count = Annotated[int, PydanticField(ge=0)]
+_Count = Annotated[int, PydanticField(ge=0, le=2**63 - 1)]
+"""Bounded like the Arrow int64 it is stored as: a larger value would pass the row check
+and then fail every commit of its segment."""
 _Ms = Annotated[float, PydanticField(ge=0, allow_inf_nan=False)]
 
 

@@ -95,10 +95,7 @@ class SpoolWriter:
         self.directory = directory
         self.writer_id = uuid.uuid4().hex
         self.pid = os.getpid()
-        lock_fd = _hold_lock(directory / f"{self.writer_id}.lock", blocking=False)
-        if lock_fd is None:  # a fresh random name: nobody else can hold it
-            raise SpoolError("could not lock a new spool writer")
-        self._lock_fd = lock_fd
+        self._lock_fd = _new_lock(directory, self.writer_id)
         self._cond = threading.Condition()
         self._seq = 0
         self._fd: int | None = None
@@ -161,15 +158,16 @@ class SpoolWriter:
         seq = self._seq  # rotation waits for this write: the batch lands in this segment
         self._writing = True
         self._cond.release()
-        error: OSError | None = None
-        data = b"".join(line for line, _ in batch)
+        error: BaseException | None = None
+        data = b""
         try:
+            data = b"".join(line for line, _ in batch)
             if self._fd is None:
                 self._fd = self._open(self._seq)
                 self._size = 0
             _write_all(self._fd, data)
             os.fsync(self._fd)
-        except OSError as exc:
+        except BaseException as exc:  # noqa: BLE001  (settled below, then re-raised if not I/O)
             error = exc
             if self._fd is not None:
                 # Those requests fail closed: their lines must not be committed later by a
@@ -193,6 +191,8 @@ class SpoolWriter:
             self._items.setdefault(seq, []).extend(item for _, item in batch)
         self._durable = last
         self._cond.notify_all()
+        if error is not None and not isinstance(error, OSError):
+            raise error  # the batch is settled as failed; an interrupt still propagates
 
     def items(self, seq: int) -> list[object] | None:
         """The items of segment ``seq`` written by this writer (None if it wrote none)."""
@@ -240,19 +240,27 @@ class SpoolWriter:
                 self._fd = None
 
     def release(self) -> None:
-        """Drop the writer's lock and lock file (after every segment is committed)."""
+        """Drop the writer's lock and lock file; segments left become adoptable. Idempotent."""
         self.close()
+        with self._cond:
+            fd, self._lock_fd = self._lock_fd, -1
+        if fd < 0:
+            return
         with contextlib.suppress(OSError):
             (self.directory / f"{self.writer_id}.lock").unlink()
-        with contextlib.suppress(OSError):
-            os.close(self._lock_fd)
+        _release_lock(fd)
 
     def forget_after_fork(self) -> None:
-        """In a forked child: close the parent's descriptors without touching its files."""
-        for fd in (self._fd, self._lock_fd):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        """In a forked child: drop the parent's segment descriptor without touching files.
+
+        Its lock descriptor is closed by this module's own after-fork hook, with every other
+        lock descriptor the parent held.
+        """
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd = None
+        self._lock_fd = -1
         self.closed = True
 
 
@@ -271,16 +279,70 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _hold_lock(path: Path, *, blocking: bool) -> int | None:
-    """An fd holding an exclusive ``flock`` on ``path``, or None if another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+_LOCK_FDS: set[int] = set()
+"""Every lock descriptor this process holds: a forked child must not keep them open, or a
+dead writer would look alive for as long as the child lives."""
+_LOCK_FDS_GUARD = threading.Lock()
+
+
+def _close_inherited_locks() -> None:
+    global _LOCK_FDS_GUARD  # noqa: PLW0603  (a lock held at fork time is unusable in the child)
+    _LOCK_FDS_GUARD = threading.Lock()
+    for fd in list(_LOCK_FDS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_FDS.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
+def _release_lock(fd: int) -> None:
+    with _LOCK_FDS_GUARD:
+        _LOCK_FDS.discard(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _hold_lock(path: Path) -> int | None:
+    """An fd holding an exclusive ``flock`` on ``path``, or None if it is not ours to hold.
+
+    None when another process holds it, or when the file was replaced while we locked it.
+    """
+    with _LOCK_FDS_GUARD:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        _LOCK_FDS.add(fd)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-    except BlockingIOError:
-        os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != os.stat(path).st_ino:
+            _release_lock(fd)
+            return None
+    except (BlockingIOError, FileNotFoundError):
+        _release_lock(fd)
         return None
-    except OSError:
-        os.close(fd)
+    except BaseException:
+        _release_lock(fd)
+        raise
+    return fd
+
+
+def _new_lock(directory: Path, writer_id: str) -> int:
+    """A new writer's lock, locked *before* its name appears.
+
+    A recovery listing the directory can then never take a live writer's fresh, still
+    unlocked, lock file for a dead writer's.
+    """
+    hidden = directory / f"{writer_id}.locking"
+    with _LOCK_FDS_GUARD:
+        fd = os.open(hidden, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        _LOCK_FDS.add(fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(hidden, directory / f"{writer_id}.lock")
+    except BaseException:
+        _release_lock(fd)
+        with contextlib.suppress(OSError):
+            hidden.unlink()
         raise
     return fd
 
@@ -292,7 +354,7 @@ def adopted(directory: Path, writer_id: str) -> Iterator[list[Segment] | None]:
     On a clean exit from the block the lock file is removed: the writer is gone for good.
     """
     lock_path = directory / f"{writer_id}.lock"
-    fd = _hold_lock(lock_path, blocking=False)
+    fd = _hold_lock(lock_path)
     if fd is None:
         yield None
         return
@@ -302,7 +364,7 @@ def adopted(directory: Path, writer_id: str) -> Iterator[list[Segment] | None]:
             with contextlib.suppress(OSError):
                 lock_path.unlink()
     finally:
-        os.close(fd)
+        _release_lock(fd)
 
 
 def abandoned_writers(directory: Path, exclude: str) -> list[str]:

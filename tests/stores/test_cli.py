@@ -102,16 +102,21 @@ def test_feedback_is_recorded_and_checked(
 
 
 def test_vacuum_refuses_short_retention_and_compact_keeps_rows(
-    store_uri: str, capsys: pytest.CaptureFixture[str]
+    store_uri: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, _, err = _run(capsys, "records", "vacuum", "--store", store_uri,
                         "--retention-hours", "2")  # fmt: skip
     assert code == 1
     assert "below the configured minimum of 168 h" in err
-    code, _, err = _run(capsys, "records", "vacuum", "--store", store_uri, "--retention-hours",
-                        "24", "--min-retention-hours", "48")  # fmt: skip
+    code, _, err = _run(capsys, "records", "vacuum", "--store", store_uri,
+                        "--retention-hours", "0", "--min-retention-hours", "0")  # fmt: skip
+    assert code == 2  # the minimum is configuration, not an option of the vacuum itself
+    monkeypatch.setenv("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS", "400")
+    code, _, err = _run(capsys, "records", "vacuum", "--store", store_uri,
+                        "--retention-hours", "336")  # fmt: skip
     assert code == 1
-    assert "minimum of 48 h" in err
+    assert "minimum of 400 h" in err
+    monkeypatch.delenv("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS")
     code, out, _ = _run(capsys, "records", "vacuum", "--store", store_uri)
     assert code == 0
     assert "would delete" in out

@@ -35,6 +35,7 @@ from tests.stores.rows import query_row, validation_row
         ({"status": None}, "a null for a non-nullable column"),
         ({"validated_citations": ["C0"]}, "a list where the schema has a tuple of strings"),
         ({"validated_answer_text": None}, "a PASSED row without its answer"),
+        ({"total_tokens": 2**63}, "a count Arrow's int64 cannot hold"),
     ],
 )
 def test_validation_row_refuses_lossy_input(change: dict[str, Any], why: str) -> None:
