@@ -90,8 +90,8 @@ def _policy_section(
             f"{_e(', '.join(sorted({r.policy_sha256 or '-' for r in rows})))}.</p>",
             "<h3>Status over time</h3>",
             _status_chart(rows, since, until),
-            "<h3>Failure reasons</h3>",
-            _table(["Reason", "Requests"], [[r, str(n)] for r, n in failures.most_common()])
+            "<h3>Failure reasons over time</h3>",
+            _failures_over_time(rows, failures, since, until)
             if failures
             else "<p>No failures.</p>",
             "<h3>Citation health (OK answers)</h3>",
@@ -102,6 +102,33 @@ def _policy_section(
             _distribution([float(t) for t in tokens], "tokens"),
         ]
     )
+
+
+def _failures_over_time(
+    rows: list[ValidationRow], totals: Counter[str], since: datetime, until: datetime
+) -> str:
+    """A table: one row per period with failures, one column per reason (most common first)."""
+    bucket = _bucket(since, until)
+    reasons = [reason for reason, _ in totals.most_common()]
+    periods: dict[datetime, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        if row.failure_reason:
+            periods[_floor(row.timestamp_utc, bucket)][row.failure_reason] += 1
+    body = [
+        [_period(start, bucket), *(str(periods[start][r]) for r in reasons)]
+        for start in sorted(periods)
+    ]
+    total = ["All", *(str(totals[r]) for r in reasons)]
+    return _table(["Period (UTC)", *reasons], [*body, total])
+
+
+def _bucket(since: datetime, until: datetime) -> timedelta:
+    """Hours for a range of up to three days, days beyond."""
+    return timedelta(hours=1) if until - since <= timedelta(days=3) else timedelta(days=1)
+
+
+def _period(start: datetime, bucket: timedelta) -> str:
+    return start.strftime("%Y-%m-%d %H:00" if bucket < timedelta(days=1) else "%Y-%m-%d")
 
 
 def _citation_health(rows: list[ValidationRow]) -> str:
@@ -129,8 +156,7 @@ def _citation_health(rows: list[ValidationRow]) -> str:
 
 
 def _status_chart(rows: list[ValidationRow], since: datetime, until: datetime) -> str:
-    span = max(until - since, timedelta(seconds=1))
-    bucket = timedelta(hours=1) if span <= timedelta(days=3) else timedelta(days=1)
+    bucket = _bucket(since, until)
     start = _floor(since, bucket)
     buckets = max(1, min(400, int((until - start) / bucket) + 1))
     counts: list[Counter[str]] = [Counter() for _ in range(buckets)]

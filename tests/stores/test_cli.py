@@ -161,6 +161,8 @@ def test_report_is_self_contained_html_with_charts(
     assert "report of 8 request(s)" in out
     assert "Policy R2_POLICY_V1" in page
     assert page.count("<svg") >= 3  # status over time, latency, tokens
+    assert "Failure reasons over time" in page
+    assert re.search(r"<td>All</td><td>1</td>", page)  # the one rejected answer
     assert "INVALID_CITATION_REFERENCE" in page
     assert re.search(r"<td>Requests</td>|<th>Requests</th>", page)
     assert not re.search(r"<script|<link|src=|href=|@import|url\(", page, re.IGNORECASE)
