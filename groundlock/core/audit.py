@@ -8,7 +8,7 @@ R6 will build from it, so the audit trail records exactly what the caller receiv
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -38,6 +38,8 @@ def audit_rows(
     metrics = result.grounding_metrics
     now = datetime.now(UTC)
     shared = {
+        # A random id per request; the two rows live in different tables.
+        "record_id": os.urandom(16).hex(),
         "timestamp_utc": now,
         "request_id": summary["request_id"],
         "run_id": summary["run_id"],
@@ -50,7 +52,6 @@ def audit_rows(
         {
             **{name: summary[name] for name in _SUMMARY_COLUMNS},
             **shared,
-            "record_id": uuid.uuid4().hex,
             "message": result.message,
             "sentence_count": metrics.sentence_count,
             "suspicious_new_ids": metrics.suspicious_new_ids,
@@ -71,7 +72,6 @@ def audit_rows(
     query = QueryRow.model_validate(
         {
             **shared,
-            "record_id": uuid.uuid4().hex,
             **{key: _text(metadata.get(key)) for key in REQUESTER_KEYS},
             "top_k": trace.retrieval_top_k if trace else None,
             "retrieved_chunk_ids": tuple(chunk_id for _, chunk_id in ranked),

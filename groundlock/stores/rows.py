@@ -60,7 +60,7 @@ class TableRow(BaseModel):
     """The columns that identify a row; empty when every row is distinct (feedback)."""
 
     record_id: _Id
-    """This row's own id (a uuid4); distinct even for rows with no request_id."""
+    """This row's own id (128 random bits, hex); distinct even for rows with no request_id."""
     timestamp_utc: UtcTimestamp
 
     def key(self) -> tuple[str, str] | None:
