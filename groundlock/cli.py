@@ -5,9 +5,10 @@ tables; ``groundlock feedback`` records a reader's rating; ``groundlock report``
 auditors' HTML report. The store is ``--store URI`` or ``$GROUNDLOCK_STORE``; object-store
 credentials come from the environment, where delta-rs looks for them.
 
-Exit codes (``002``'s convention): 0 done, 1 the operation failed or found nothing to show,
-2 a usage error or unreadable input. Reads go through delta-rs's own query engine, never
-pyarrow, which can abort at interpreter exit after a read.
+Exit codes (``002``'s convention): 0 done (a list that matches nothing included), 1 the
+operation failed or ``show``/``feedback`` found no record of the request, 2 a usage error.
+Reads go through delta-rs's own query engine, never pyarrow, which can abort at interpreter
+exit after a read.
 """
 
 from __future__ import annotations
@@ -121,12 +122,19 @@ def _range_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", type=_timestamp, help="ISO date or time, UTC if no zone")
 
 
+_EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+
 def _timestamp(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if not _EARLIEST <= moment <= _LATEST:
+        raise argparse.ArgumentTypeError(f"outside the years 1900 to 9000: {text!r}")
+    return moment
 
 
 def _store(args: argparse.Namespace) -> DeltaAuditStore:
@@ -151,12 +159,14 @@ def _where(args: argparse.Namespace) -> str:
 
 
 def _sql_time(moment: datetime) -> str:
-    return f"TIMESTAMP {sql_text(moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ'))}"
+    return f"TIMESTAMP {sql_text(moment.astimezone(UTC).replace(tzinfo=None).isoformat() + 'Z')}"
 
 
 def _list(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise _UsageError("--limit must be at least 1")
+    if not 1 <= args.limit <= 1_000_000:
+        raise _UsageError("--limit must be between 1 and 1,000,000")
+    if args.since and args.until and args.since >= args.until:
+        raise _UsageError("--since must be before --until")
     store = _store(args)
     rows = store.select(
         ValidationRow, _where(args), order_by="timestamp_utc DESC", limit=args.limit

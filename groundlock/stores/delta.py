@@ -188,6 +188,10 @@ class DeltaAuditStore:
         try:
             state.spool.append(encode_line(entry.model_dump_json()), entry)
         except SpoolError as exc:
+            if not state.spool.directory.is_dir():
+                # Gone, not failing: the next check after _RETRY starts a new writer.
+                state.problem = "the audit spool directory is missing"
+                state.checked_at = time.monotonic()
             raise AuditUnavailable("the audit spool cannot be written") from exc
         if state.spool.pending_lines >= self.flush_rows:
             state.wake.set()
@@ -204,16 +208,21 @@ class DeltaAuditStore:
             if self._state.pid != os.getpid():
                 self._state = _ProcessState(pid=os.getpid())
             state = self._state
+            if state.problem is not None and time.monotonic() - state.checked_at < _RETRY:
+                return state  # another request checked while this one waited for the lock
             if state.problem is not None or state.flusher is None or not state.flusher.is_alive():
                 self._start(state)  # first use, a fault to re-check, or a flusher that died
             return state
 
     def _start(self, state: _ProcessState) -> None:
-        state.checked_at = time.monotonic()
-        state.problem = self.problem()
+        state.problem = self.problem() or self._spool_problem()
+        state.checked_at = time.monotonic()  # after the check: a slow one is not repeated
         if state.problem is not None:
             logger.error("audit store unavailable: %s", state.problem)
             return
+        if state.spool is not None and not state.spool.directory.is_dir():
+            state.spool.release()  # its directory is gone: start a new writer
+            state.spool = None
         if state.spool is None:
             try:
                 state.spool = SpoolWriter(self.spool_dir)
@@ -233,6 +242,26 @@ class DeltaAuditStore:
                 logger.error("audit store unavailable: %s", state.problem)  # noqa: TRY400
                 return
             state.flusher = flusher
+
+    def _spool_problem(self) -> str | None:
+        """Refuse a spool directory that holds another store's segments.
+
+        Recovery commits whatever it finds in the directory, so two stores sharing one
+        would commit each other's rows into the wrong tables.
+        """
+        marker = self.spool_dir / "STORE"
+        claim = hashlib.sha256(self.uri.encode()).hexdigest() + "\n"
+        try:
+            self.spool_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                with marker.open("x", encoding="ascii") as handle:
+                    handle.write(claim)
+            except FileExistsError:
+                if marker.read_text(encoding="ascii") != claim:
+                    return "the audit spool directory belongs to another store"
+        except OSError as exc:
+            return f"the audit spool cannot be created ({_kind(exc)})"
+        return None
 
     def problem(self) -> str | None:
         """Why the tables cannot take rows now, or None; opens or creates them as needed.
@@ -443,22 +472,33 @@ class DeltaAuditStore:
     def _absent(
         self, table: DeltaTable, keyed: list[tuple[tuple[str, str] | None, RowT]]
     ) -> list[RowT]:
-        """The rows whose key the table does not hold yet (unkeyed rows always)."""
+        """The first row of each key the table does not hold yet (unkeyed rows always)."""
         keys = {key for key, _ in keyed if key is not None}
         if not keys:
             return [row for _, row in keyed]
-        present = set()
+        outcome_fields = next(row for _, row in keyed).outcome_fields
+        present: dict[tuple[str, str], tuple[object, ...]] = {}
         ids = sorted({request_id for request_id, _ in keys})
+        columns = "".join(f", t.{name}" for name in outcome_fields)
         # A join with a VALUES list: DataFusion plans it far faster than a long IN list.
         for start in range(0, len(ids), _LOOKUP_CHUNK):
             values = ",".join(f"({_sql_text(i)})" for i in ids[start : start + _LOOKUP_CHUNK])
             sql = (
-                "SELECT t.request_id, t.run_id FROM t "  # noqa: S608  (values are quoted)
+                f"SELECT t.request_id, t.run_id{columns} FROM t "  # noqa: S608  (quoted)
                 f"JOIN (VALUES {values}) AS k(id) ON t.request_id = k.id"
             )
-            for request_id, run_id in self._query(table, sql):
-                present.add((request_id, run_id or ""))
-        return [row for key, row in keyed if key is None or key not in present]
+            for request_id, run_id, *outcome in self._query(table, sql):
+                present.setdefault((request_id, run_id or ""), tuple(outcome))
+        kept = []
+        for key, row in keyed:  # in spool order: the first row of a key is its record
+            if key is None:
+                kept.append(row)
+            elif key not in present:
+                present[key] = row.outcome()
+                kept.append(row)
+            elif present[key] != row.outcome():
+                _report_other_outcome(key)
+        return kept
 
     @staticmethod
     def _query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:
@@ -567,17 +607,19 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
 
 
 def _keyed(rows: Iterable[RowT]) -> list[tuple[tuple[str, str] | None, RowT]]:
-    """Each row with its key, keeping only the first row of each key."""
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for row in rows:
-        key = row.key()
-        if key is not None:
-            if key in seen:
-                continue
-            seen.add(key)
-        kept.append((key, row))
-    return kept
+    """Each row with its key (None for a row without a request_id)."""
+    return [(row.key(), row) for row in rows]
+
+
+def _report_other_outcome(key: tuple[str, str]) -> None:
+    # One row per (request_id, run_id) is the table's contract, so the first record stays
+    # the record; a later execution that answered differently is not silent, though.
+    logger.warning(
+        "audit: request %s run %s was executed again with another outcome; the first "
+        "record is kept (give each execution its own run_id to record both)",
+        key[0],
+        key[1] or "-",
+    )
 
 
 def _schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:

@@ -9,6 +9,7 @@ offline years later, and every value from the table is HTML-escaped.
 from __future__ import annotations
 
 import html
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -109,26 +110,43 @@ def _failures_over_time(
 ) -> str:
     """A table: one row per period with failures, one column per reason (most common first)."""
     bucket = _bucket(since, until)
+    start = _floor(since, bucket)
     reasons = [reason for reason, _ in totals.most_common()]
     periods: dict[datetime, Counter[str]] = defaultdict(Counter)
     for row in rows:
         if row.failure_reason:
-            periods[_floor(row.timestamp_utc, bucket)][row.failure_reason] += 1
+            periods[start + (row.timestamp_utc - start) // bucket * bucket][row.failure_reason] += 1
     body = [
-        [_period(start, bucket), *(str(periods[start][r]) for r in reasons)]
-        for start in sorted(periods)
+        [_period(period, bucket), *(str(periods[period][r]) for r in reasons)]
+        for period in sorted(periods)
     ]
     total = ["All", *(str(totals[r]) for r in reasons)]
     return _table(["Period (UTC)", *reasons], [*body, total])
 
 
+_MAX_BARS = 400
+
+
 def _bucket(since: datetime, until: datetime) -> timedelta:
-    """Hours for a range of up to three days, days beyond."""
-    return timedelta(hours=1) if until - since <= timedelta(days=3) else timedelta(days=1)
+    """Hours for a range of up to three days, then days, weeks or multiples of 30 days.
+
+    At most 400 bars: a long range widens its bars instead of dropping rows.
+    """
+    span = until - since
+    if span <= timedelta(days=3):
+        return timedelta(hours=1)
+    for bucket in (timedelta(days=1), timedelta(days=7)):
+        if span <= bucket * (_MAX_BARS - 1):
+            return bucket
+    return timedelta(days=30) * max(1, math.ceil(span / (timedelta(days=30) * (_MAX_BARS - 1))))
 
 
 def _period(start: datetime, bucket: timedelta) -> str:
-    return start.strftime("%Y-%m-%d %H:00" if bucket < timedelta(days=1) else "%Y-%m-%d")
+    if bucket < timedelta(days=1):
+        return start.strftime("%Y-%m-%d %H:00")
+    return start.date().isoformat() + (
+        "" if bucket == timedelta(days=1) else f" (+{bucket.days} d)"
+    )
 
 
 def _citation_health(rows: list[ValidationRow]) -> str:
@@ -158,7 +176,7 @@ def _citation_health(rows: list[ValidationRow]) -> str:
 def _status_chart(rows: list[ValidationRow], since: datetime, until: datetime) -> str:
     bucket = _bucket(since, until)
     start = _floor(since, bucket)
-    buckets = max(1, min(400, int((until - start) / bucket) + 1))
+    buckets = max(1, math.ceil((until - start) / bucket))
     counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
     for row in rows:
         index = int((row.timestamp_utc - start) / bucket)
@@ -180,7 +198,9 @@ def _status_chart(rows: list[ValidationRow], since: datetime, until: datetime) -
                     f"{_e((start + index * bucket).isoformat())} {status}: {counter[status]}"
                     "</title></rect>"
                 )
-    unit = "hour" if bucket == timedelta(hours=1) else "day"
+    unit = {timedelta(hours=1): "hour", timedelta(days=1): "day", timedelta(days=7): "week"}.get(
+        bucket, f"{bucket.days} days"
+    )
     legend = "".join(
         f"<span style='background:{colour}'></span>{status}"
         for status, colour in _STATUS_COLOURS.items()

@@ -58,6 +58,9 @@ class TableRow(BaseModel):
     """The table's directory name under the store's root."""
     key_fields: ClassVar[tuple[str, ...]] = ()
     """The columns that identify a row; empty when every row is distinct (feedback)."""
+    outcome_fields: ClassVar[tuple[str, ...]] = ()
+    """The columns that say what the caller received: a second row of the same key that
+    differs in them is reported when it is dropped."""
 
     record_id: _Id
     """This row's own id (128 random bits, hex); distinct even for rows with no request_id."""
@@ -66,6 +69,10 @@ class TableRow(BaseModel):
     def key(self) -> tuple[str, str] | None:
         """``(request_id, run_id)`` for a keyed table; None when the row has no key."""
         return None
+
+    def outcome(self) -> tuple[object, ...]:
+        """The values of :attr:`outcome_fields`."""
+        return tuple(getattr(self, name) for name in self.outcome_fields)
 
 
 class _RequestRow(TableRow):
@@ -85,6 +92,11 @@ class ValidationRow(_RequestRow):
     """One validation result: ``000``'s validation table, plus the hashes that replay it."""
 
     table: ClassVar[str] = "validations"
+    outcome_fields: ClassVar[tuple[str, ...]] = (
+        "status",
+        "failure_reason",
+        "validated_answer_text",
+    )
 
     status: _Id
     """The public status (OK, NO_EVIDENCE, FAILED)."""

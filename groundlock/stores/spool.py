@@ -120,6 +120,9 @@ class SpoolWriter:
     def _open(self, seq: int) -> int:
         path = _segment_path(self.directory, self.writer_id, seq)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        # The open segment is locked while it is written: even if this writer's lock file
+        # were deleted, a recovery could not take the segment it is still appending to.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         _fsync_directory(self.directory)  # the new file's name is durable too
         return fd
 
@@ -156,11 +159,13 @@ class SpoolWriter:
         last = self._next_ticket - 1
         first = last - len(batch) + 1
         seq = self._seq  # rotation waits for this write: the batch lands in this segment
-        self._writing = True
-        self._cond.release()
         error: BaseException | None = None
         data = b""
+        released = False
+        self._writing = True
         try:
+            self._cond.release()
+            released = True
             data = b"".join(line for line, _ in batch)
             if self._fd is None:
                 self._fd = self._open(self._seq)
@@ -177,7 +182,8 @@ class SpoolWriter:
         else:
             self._size += len(data)
         finally:
-            self._cond.acquire()
+            if released:
+                self._cond.acquire()
             self._writing = False
         if error is not None:
             self._failed.append((first, last))
@@ -304,13 +310,17 @@ def _release_lock(fd: int) -> None:
             os.close(fd)
 
 
-def _hold_lock(path: Path) -> int | None:
+def _hold_lock(path: Path, *, create: bool = True) -> int | None:
     """An fd holding an exclusive ``flock`` on ``path``, or None if it is not ours to hold.
 
     None when another process holds it, or when the file was replaced while we locked it.
     """
+    flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     with _LOCK_FDS_GUARD:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            return None
         _LOCK_FDS.add(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -358,12 +368,24 @@ def adopted(directory: Path, writer_id: str) -> Iterator[list[Segment] | None]:
     if fd is None:
         yield None
         return
+    held: list[int] = []
     try:
-        yield segments_of(directory, writer_id)
+        # Only the segments nobody is writing, and only up to the first one somebody is
+        # (commits record the highest segment number: a later one must not go first).
+        segments = []
+        for segment in segments_of(directory, writer_id):
+            segment_fd = _hold_lock(segment.path, create=False)
+            if segment_fd is None:
+                break
+            held.append(segment_fd)
+            segments.append(segment)
+        yield segments
         if not segments_of(directory, writer_id):
             with contextlib.suppress(OSError):
                 lock_path.unlink()
     finally:
+        for segment_fd in held:
+            _release_lock(segment_fd)
         _release_lock(fd)
 
 

@@ -193,3 +193,46 @@ def test_the_cli_exits_cleanly_100_times(store_uri: str) -> None:
     assert codes == [0] * 100
     rows = DeltaAuditStore(store_uri).select(FeedbackRow, "request_id = 'ok-2'")
     assert len(rows) == 100
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("--until", "9999-12-31T23:00-05:00"),  # past the last datetime once in UTC
+        ("--since", "0001-01-01T00:30+01:00"),  # before the first one
+        ("--since", "0999-06-01"),
+        ("--limit", "99999999999999999999"),
+        ("--limit", "-3"),
+    ],
+)
+def test_odd_list_options_are_usage_errors(
+    store_uri: str, capsys: pytest.CaptureFixture[str], option: tuple[str, str]
+) -> None:
+    code, _, err = _run(capsys, "records", "list", "--store", store_uri, *option)
+    assert code == 2
+    assert "Traceback" not in err
+
+
+def test_list_refuses_a_range_that_ends_before_it_starts(
+    store_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _run(capsys, "records", "list", "--store", store_uri, "--since", "2026-02-01",
+                "--until", "2026-01-01")[0]  # fmt: skip
+    assert code == 2
+
+
+def test_a_long_report_range_widens_its_bars_instead_of_dropping_rows() -> None:
+    from groundlock.stores.report import render_report  # noqa: PLC0415
+    from tests.stores.rows import validation_row  # noqa: PLC0415
+
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    until = datetime(2027, 12, 31, tzinfo=UTC)
+    late = validation_row(
+        timestamp_utc=since + timedelta(days=500), status="FAILED", validation_status="FAILED",
+        generation_status="FAILED", failure_reason="EMPTY_ANSWER",
+    )  # fmt: skip
+    page = render_report([late], [], since=since, until=until)
+    bars = re.findall(r"<title>([^<]*) FAILED: 1</title>", page)
+    assert len(bars) == 1
+    assert "Requests per week" in page
+    assert page.count("<rect x=") <= 400 + 30  # status bars, plus one histogram

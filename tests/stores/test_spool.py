@@ -5,7 +5,11 @@ step that fails does not stop the flusher, and a writer's lock is released once.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from groundlock.stores import DeltaAuditStore, ValidationRow
+from groundlock.stores import AuditUnavailable, DeltaAuditStore, ValidationRow
+from groundlock.stores import delta as delta_module
 from groundlock.stores import spool as spool_module
 from groundlock.stores.spool import SpoolError, SpoolWriter, adopted, read_segment, segments_of
 from tests.stores.rows import query_row, validation_row
@@ -147,3 +152,106 @@ def test_rows_that_no_longer_validate_are_set_aside_not_dropped(tmp_path: Path) 
     assert orphan.with_suffix(".bad").exists()
     store.close()
     assert [r.request_id for r in store.select(ValidationRow)] == ["good"]
+
+
+_RECOVER_ELSEWHERE = """
+import sys
+from groundlock.stores import DeltaAuditStore
+store = DeltaAuditStore(sys.argv[1], flush_interval_seconds=1000)
+store.recover()
+store.close()
+"""
+
+
+def test_a_live_writer_keeps_its_open_segment_even_without_its_lock_file(
+    tmp_path: Path,
+) -> None:
+    # An operator clears "stale" lock files; another process then runs its recovery. The
+    # writer's open segment is locked on its own, so it is not taken from under it.
+    live = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+    live.record(*_rows("r0"))
+    for lock in live.spool_dir.glob("*.lock"):
+        lock.unlink()
+    live.record(*_rows("r1"))
+    subprocess.run(
+        [sys.executable, "-c", _RECOVER_ELSEWHERE, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2], check=True, timeout=120,
+    )  # fmt: skip
+    live.record(*_rows("r2"))
+    live.close()
+    ids = sorted(row.request_id or "" for row in live.select(ValidationRow))
+    assert ids == ["r0", "r1", "r2"]
+
+
+def test_a_spool_directory_belongs_to_one_store(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    staging = DeltaAuditStore(tmp_path / "staging", spool_dir=spool)
+    staging.record(*_rows("staging-1"))
+    production = DeltaAuditStore(tmp_path / "production", spool_dir=spool)
+    with pytest.raises(AuditUnavailable, match="belongs to another store"):
+        production.record(*_rows("production-1"))
+    staging.close()
+    assert [r.request_id for r in staging.select(ValidationRow)] == ["staging-1"]
+
+
+def test_a_second_execution_with_another_outcome_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+    failed = validation_row(
+        request_id="again", status="FAILED", validation_status="FAILED",
+        generation_status="FAILED", failure_reason="UNCITED_FACTUAL_STATEMENT",
+    )  # fmt: skip
+    store.record(failed, query_row(request_id="again"))
+    store.flush()
+    with caplog.at_level(logging.WARNING, logger="groundlock.audit"):
+        store.record(validation_row(request_id="again"), query_row(request_id="again"))
+        store.record(failed, query_row(request_id="again"))  # the same outcome: silent
+        store.flush()
+    assert [r.status for r in store.select(ValidationRow)] == ["FAILED"]
+    assert caplog.text.count("executed again with another outcome") == 1
+    store.close()
+
+
+def test_a_slow_failing_check_is_not_repeated_by_every_waiting_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DeltaAuditStore(tmp_path)
+    checks = []
+
+    def slow_problem() -> str:
+        checks.append(1)
+        time.sleep(0.3)
+        return "the validations table cannot be opened (OSError)"
+
+    monkeypatch.setattr(store, "problem", slow_problem)
+    monkeypatch.setattr(delta_module, "_RETRY", 0.2)  # shorter than one check
+    refused = []
+
+    def request() -> None:
+        with pytest.raises(AuditUnavailable):
+            store.record(*_rows("x"))
+        refused.append(1)
+
+    threads = [threading.Thread(target=request) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(refused) == 10
+    assert len(checks) <= 2
+
+
+def test_the_store_heals_when_its_spool_directory_comes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delta_module, "_RETRY", 0.0)
+    store = DeltaAuditStore(tmp_path, spool_dir=tmp_path / "spool", flush_interval_seconds=1000)
+    store.record(*_rows("before"))
+    store.flush()
+    shutil.rmtree(tmp_path / "spool")
+    with pytest.raises(AuditUnavailable):
+        store.record(*_rows("lost"))
+    store.record(*_rows("after"))  # a new writer in a new directory
+    store.close()
+    assert sorted(r.request_id or "" for r in store.select(ValidationRow)) == ["after", "before"]

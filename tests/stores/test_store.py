@@ -16,6 +16,7 @@ from deltalake.exceptions import CommitFailedError
 
 from groundlock import GenerationStatus, ReasonCode, grounded_answer_chain
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores.spool import _release_lock as release_lock
 from groundlock.stores.spool import read_segment, segments_of
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
@@ -185,7 +186,8 @@ def test_unflushed_rows_are_committed_by_the_next_process(tmp_path: Path) -> Non
     spool = first._state.spool
     assert spool is not None
     spool.close()
-    os.close(spool._lock_fd)
+    release_lock(spool._lock_fd)  # what the kernel does for a process that dies
+    spool._lock_fd = -1
     first._state.stopping = True
     second = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
     second.record(validation_row(request_id="r2"), query_row(request_id="r2"))
