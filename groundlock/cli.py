@@ -1,9 +1,10 @@
-"""The ``groundlock`` command: the audit trail from a shell.
+"""The ``groundlock`` command: serving and the audit trail from a shell.
 
-``groundlock records`` lists, filters and shows audit rows, and compacts and vacuums the
-tables; ``groundlock feedback`` records a reader's rating; ``groundlock report`` writes the
-auditors' HTML report. The store is ``--store URI`` or ``$GROUNDLOCK_STORE``; object-store
-credentials come from the environment, where delta-rs looks for them.
+``groundlock serve`` serves the chain over HTTP; ``groundlock records`` lists, filters and
+shows audit rows, and compacts and vacuums the tables; ``groundlock feedback`` records a
+reader's rating; ``groundlock report`` writes the auditors' HTML report. The store is
+``--store URI`` or ``$GROUNDLOCK_STORE``; object-store credentials come from the
+environment, where delta-rs looks for them.
 
 Exit codes (``002``'s convention): 0 done (a list that matches nothing included), 1 the
 operation failed or ``show``/``feedback`` found no record of the request, 2 a usage error.
@@ -101,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     feedback.add_argument("--comment")
     _store_option(feedback)
     feedback.set_defaults(handler=_feedback)
+
+    serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
+    serve.add_argument("--model", help="provider:model (default: the offline model)")
+    serve.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    _store_option(serve)
+    serve.set_defaults(handler=_serve)
 
     report = commands.add_parser("report", help="write the auditors' HTML report")
     _store_option(report)
@@ -245,6 +255,31 @@ def _report(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise _UsageError(f"cannot write {args.out}: {exc.strerror}") from None
     sys.stdout.write(f"report of {len(rows)} request(s) written to {args.out}\n")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn  # noqa: PLC0415  (only this command needs the server)
+
+    if not 1 <= args.port <= 65535 or args.workers < 1:
+        raise _UsageError("--port must be 1-65535 and --workers at least 1")
+    # Each worker builds its app from the environment (uvicorn's factory), after the fork:
+    # delta-rs and the audit writer must not be created in the parent.
+    for name, value in (
+        ("GROUNDLOCK_MODEL", args.model),
+        ("GROUNDLOCK_POLICY", args.policy),
+        ("GROUNDLOCK_STORE", args.store),
+    ):
+        if value:
+            os.environ[name] = value
+    uvicorn.run(
+        "groundlock.serve.app:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="warning",
+    )
     return 0
 
 

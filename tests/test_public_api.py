@@ -38,7 +38,7 @@ def test_every_public_name_resolves_and_explains_itself():
 def test_package_layout_shows_the_design_card():
     for package in (
         "contracts", "policies", "prompts", "runnables", "chains", "providers", "text", "core",
-        "stores",
+        "stores", "serve",
     ):  # fmt: skip
         assert import_module(f"groundlock.{package}").__doc__
 
