@@ -1,6 +1,8 @@
 """The ``groundlock`` command: serving and the audit trail from a shell.
 
-``groundlock serve`` serves the chain over HTTP; ``groundlock records`` lists, filters and
+``groundlock ask`` answers a bundle (or a JSONL batch of them); ``groundlock validate``
+judges an existing answer without any model; ``groundlock serve`` serves the chain over
+HTTP; ``groundlock records`` lists, filters and
 shows audit rows, and compacts and vacuums the tables; ``groundlock feedback`` records a
 reader's rating; ``groundlock report`` writes the auditors' HTML report. The store is
 ``--store URI`` or ``$GROUNDLOCK_STORE``; object-store credentials come from the
@@ -18,16 +20,23 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
 from groundlock.stores.delta import AuditUnavailable, DeltaAuditStore, sql_text
 from groundlock.stores.report import render_report
 from groundlock.stores.rows import FeedbackRow, QueryRow, ValidationRow
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from groundlock.chains.answer import GroundedAnswerChain
+    from groundlock.contracts.response import PublicResponse
 
 __all__ = ["main"]
 
@@ -61,14 +70,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"groundlock: {exc}\n")
         return 1
     except Exception as exc:  # noqa: BLE001  (no traceback for the operator; the kind only)
-        sys.stderr.write(f"groundlock: the audit store failed ({type(exc).__name__})\n")
+        sys.stderr.write(f"groundlock: failed ({type(exc).__name__})\n")
         return 1
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="groundlock", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    _answer_commands(commands)
+    _audit_commands(commands)
+    return parser
 
+
+def _answer_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
+    ask = commands.add_parser("ask", help="answer a bundle (a JSON file, or stdin)")
+    source = ask.add_mutually_exclusive_group()
+    source.add_argument("--bundle", type=Path, help="a bundle JSON file (default: stdin)")
+    source.add_argument("--batch", type=Path, help="a JSONL file of bundles, one per line")
+    ask.add_argument("--json", action="store_true", help="print the PublicResponse as JSON")
+    ask.add_argument("--model", help="provider:model (default: the offline model)")
+    ask.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
+    _store_option(ask, default=None)
+    ask.set_defaults(handler=_ask)
+
+    validate = commands.add_parser(
+        "validate", help="judge an existing answer against a bundle, without a model"
+    )
+    validate.add_argument("--bundle", type=Path, required=True)
+    validate.add_argument("--answer-file", type=Path, required=True)
+    validate.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    validate.set_defaults(handler=_validate)
+
+    serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
+    serve.add_argument("--model", help="provider:model (default: the offline model)")
+    serve.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    _store_option(serve)
+    serve.set_defaults(handler=_serve)
+
+
+def _audit_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     records = commands.add_parser("records", help="list, show, compact or vacuum audit rows")
     actions = records.add_subparsers(required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list validation rows, newest last")
@@ -103,28 +147,20 @@ def _parser() -> argparse.ArgumentParser:
     _store_option(feedback)
     feedback.set_defaults(handler=_feedback)
 
-    serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
-    serve.add_argument("--model", help="provider:model (default: the offline model)")
-    serve.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
-    _store_option(serve)
-    serve.set_defaults(handler=_serve)
-
     report = commands.add_parser("report", help="write the auditors' HTML report")
     _store_option(report)
     _range_options(report)
     report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
     report.set_defaults(handler=_report)
-    return parser
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store", default=os.environ.get("GROUNDLOCK_STORE"),
-        help="the audit store's path or URI (default $GROUNDLOCK_STORE)",
-    )  # fmt: skip
+def _store_option(parser: argparse.ArgumentParser, *, default: str | None = "env") -> None:
+    if default == "env":
+        default = os.environ.get("GROUNDLOCK_STORE")
+        hint = "the audit store's path or URI (default $GROUNDLOCK_STORE)"
+    else:
+        hint = "record each request in this audit store (default: none)"
+    parser.add_argument("--store", default=default, help=hint)
 
 
 def _range_options(parser: argparse.ArgumentParser) -> None:
@@ -258,6 +294,164 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_json(path: Path | None) -> object:
+    """The bundle from a file or stdin; unreadable input is a usage error (exit 2)."""
+    try:
+        text = sys.stdin.read() if path is None or str(path) == "-" else path.read_text("utf-8")
+        return json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"cannot read {path or 'stdin'}: {type(exc).__name__}") from None
+    except ValueError as exc:
+        raise _UsageError(f"{path or 'stdin'} is not JSON: {exc}") from None
+
+
+def _chain_for(args: argparse.Namespace, model: BaseChatModel | None = None) -> GroundedAnswerChain:
+    from groundlock.chains.answer import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.errors import GroundlockError  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
+    from groundlock.providers.chat import ModelPinningError  # noqa: PLC0415
+
+    try:
+        return grounded_answer_chain(
+            model=model or getattr(args, "model", None) or None,
+            policy=args.policy or DEFAULT_POLICY,
+            store=getattr(args, "store", None) or None,
+        )
+    except (GroundlockError, ModelPinningError, ValidationError, ValueError, LookupError) as exc:
+        raise _UsageError(f"cannot build the chain: {type(exc).__name__}: {exc}") from None
+
+
+def _exit_code(status: str) -> int:
+    return 1 if status == "FAILED" else 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    if args.batch is not None:
+        return _ask_batch(args)
+    bundle = _read_json(args.bundle)
+    response = _chain_for(args).invoke(bundle)
+    if args.json:
+        sys.stdout.write(response.model_dump_json(indent=2) + "\n")
+    else:
+        _print_response(response)
+    return _exit_code(response.status.value)
+
+
+def _print_response(response: PublicResponse) -> None:
+    if response.status.value == "FAILED":
+        detail = f": {response.failure_message}" if response.failure_message else ""
+        reason = response.failure_reason.value if response.failure_reason else "-"
+        sys.stdout.write(f"FAILED {reason}{detail}\n")
+        return
+    sys.stdout.write(response.answer + "\n")
+    for number, citation in enumerate(response.citations, start=1):
+        details = ", ".join(
+            part
+            for part in (citation.source_reference, citation.event_date, citation.equipment_id)
+            if part
+        )
+        sys.stdout.write(f"  {number}. [{citation.anchor}] {citation.knowledge_id}")
+        sys.stdout.write(f" ({details})\n" if details else "\n")
+
+
+def _ask_batch(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # noqa: PLC0415
+
+    if not 1 <= args.concurrency <= 256:
+        raise _UsageError("--concurrency must be between 1 and 256")
+    try:
+        lines = args.batch.read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"cannot read {args.batch}: {type(exc).__name__}") from None
+    bundles: list[object] = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                bundles.append(json.loads(line))
+            except ValueError:
+                raise _UsageError(f"{args.batch}:{number} is not JSON") from None
+    chain = _chain_for(args)
+    results: list[Any] = [None] * len(bundles)
+    seconds: list[float] = [0.0] * len(bundles)
+
+    def answer(index: int) -> int:
+        started = time.perf_counter()
+        results[index] = chain.invoke(bundles[index])
+        seconds[index] = time.perf_counter() - started
+        return index
+
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        for done, future in enumerate(
+            as_completed(pool.submit(answer, i) for i in range(len(bundles))), start=1
+        ):
+            index = future.result()
+            if args.json:
+                sys.stdout.write(results[index].model_dump_json() + "\n")
+            _progress(done, len(bundles))
+    sys.stderr.write("\n")
+    _summary(results, seconds)
+    return 1 if any(r.status.value == "FAILED" for r in results) else 0
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    sys.stderr.flush()
+
+
+def _summary(results: list[Any], seconds: list[float]) -> None:
+    counts: dict[tuple[str, str], int] = {}
+    for response in results:
+        key = (
+            response.status.value,
+            response.failure_reason.value if response.failure_reason else "-",
+        )
+        counts[key] = counts.get(key, 0) + 1
+    rows = [[status, reason, str(n)] for (status, reason), n in sorted(counts.items())]
+    out = sys.stderr
+    for line in _table_lines(["status", "failure_reason", "requests"], rows):
+        out.write(line + "\n")
+    if seconds:
+        ordered = sorted(seconds)
+        pick = [ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] for p in (50, 90, 99)]
+        out.write(
+            f"latency (s): p50 {pick[0]:.3f}  p90 {pick[1]:.3f}  p99 {pick[2]:.3f}  "
+            f"max {ordered[-1]:.3f}  ({len(ordered)} requests)\n"
+        )
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from groundlock.providers.replay import ReplayChatModel  # noqa: PLC0415
+
+    bundle = _read_json(args.bundle)
+    try:
+        answer = args.answer_file.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"cannot read {args.answer_file}: {type(exc).__name__}") from None
+    chain = _chain_for(args, model=ReplayChatModel(text=answer))
+    verdict: Any = bundle
+    for step in chain.steps[:4]:  # R2 to R5: the verdict, before packaging
+        verdict = step.invoke(verdict)
+    reason = verdict.failure_reason.value if verdict.failure_reason else None
+    sys.stdout.write(
+        json.dumps(
+            {
+                "request_id": verdict.request_id,
+                "validation_status": verdict.validation_status.value,
+                "generation_status": verdict.generation_status.value,
+                "failure_reason": reason,
+                "message": verdict.message,
+                "validated_citations": list(verdict.validated_citations),
+                "grounding_metrics": verdict.grounding_metrics.model_dump(mode="json"),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return _exit_code(verdict.generation_status.value)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn  # noqa: PLC0415  (only this command needs the server)
 
@@ -294,9 +488,16 @@ def _cell(value: object) -> str:
 
 
 def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    for line in _table_lines(header, rows):
+        sys.stdout.write(line + "\n")
+
+
+def _table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    for line in [header, *rows]:
-        sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + "\n")
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *rows]
+    ]
 
 
 if __name__ == "__main__":

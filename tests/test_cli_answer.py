@@ -1,0 +1,96 @@
+"""``groundlock ask`` and ``groundlock validate``: every exit code (002's convention)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundlock.cli import main
+from tests.builders import SAMPLE_BUNDLE_PATH, make_bundle, make_row, sample_bundle
+
+REFUSAL_BUNDLE = make_bundle([make_row(0, similarity=0.01)], request_id="refused")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write(tmp_path: Path, name: str, value: Any) -> str:
+    path = tmp_path / name
+    path.write_text(value if isinstance(value, str) else json.dumps(value), encoding="utf-8")
+    return str(path)
+
+
+def test_ask_prints_the_answer_with_numbered_citations(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "ask", "--bundle", str(SAMPLE_BUNDLE_PATH))
+    assert code == 0
+    assert "Case drain pressure must not exceed 3.5 bar at 1,800 rpm. [C1]" in out
+    assert "  1. [C0] AMM-29-11-00 (Tug AMM 29-11-00, p. 14" in out
+
+
+def test_ask_json_reads_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(sample_bundle())))
+    code, out, _ = _run(capsys, "ask", "--json")
+    response = json.loads(out)
+    assert code == 0
+    assert response["status"] == "OK"
+    assert [c["anchor"] for c in response["citations"]] == ["C0", "C1", "C3"]
+
+
+def test_ask_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "ask", "--bundle", _write(tmp_path, "refused.json", REFUSAL_BUNDLE))[0] == 0
+    code, out, _ = _run(capsys, "ask", "--bundle", _write(tmp_path, "bad.json", {"request_id": 1}))
+    assert code == 1
+    assert out.startswith("FAILED INPUT_SCHEMA_INVALID")
+    assert _run(capsys, "ask", "--bundle", str(tmp_path / "missing.json"))[0] == 2
+    assert _run(capsys, "ask", "--bundle", _write(tmp_path, "x.json", "{not json"))[0] == 2
+    assert _run(capsys, "ask", "--model", "nosuchprovider:model", "--bundle",
+                str(SAMPLE_BUNDLE_PATH))[0] == 2  # fmt: skip
+    assert _run(capsys, "ask", "--policy", "NO_SUCH_POLICY", "--bundle",
+                str(SAMPLE_BUNDLE_PATH))[0] == 2  # fmt: skip
+    assert _run(capsys, "ask", "--frobnicate")[0] == 2
+
+
+def test_ask_batch_summarises_statuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps(make_bundle(request_id=f"b{i}")) for i in range(5)]
+    lines += [json.dumps(REFUSAL_BUNDLE), json.dumps({"request_id": "broken"}), ""]
+    code, out, err = _run(capsys, "ask", "--batch", _write(tmp_path, "b.jsonl", "\n".join(lines)),
+                          "--json", "--concurrency", "3")  # fmt: skip
+    statuses = sorted(json.loads(line)["status"] for line in out.splitlines())
+    assert code == 1  # one request FAILED
+    assert statuses == ["FAILED", "NO_EVIDENCE"] + ["OK"] * 5
+    assert "7/7" in err
+    assert "OK           -                    5" in err or "OK  " in err
+    assert "INPUT_SCHEMA_INVALID" in err
+    assert "latency (s): p50" in err
+    assert _run(capsys, "ask", "--batch", _write(tmp_path, "c.jsonl", "{oops\n"))[0] == 2
+
+
+def test_validate_judges_an_existing_answer_without_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = str(SAMPLE_BUNDLE_PATH)
+    good = _write(
+        tmp_path, "good.txt", "Case drain pressure must not exceed 3.5 bar at 1,800 rpm. [C1]"
+    )
+    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", good)
+    verdict = json.loads(out)
+    assert code == 0
+    assert verdict["validation_status"] == "PASSED"
+    assert verdict["validated_citations"] == ["C1"]
+    assert verdict["grounding_metrics"]["citation_count"] == 1
+    bad = _write(tmp_path, "bad.txt", "The pump is fine. [C1] Replace it weekly.")
+    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", bad)
+    assert code == 1
+    assert json.loads(out)["failure_reason"] == "UNCITED_FACTUAL_STATEMENT"
+    missing = str(tmp_path / "none.txt")
+    assert _run(capsys, "validate", "--bundle", bundle, "--answer-file", missing)[0] == 2
+    assert _run(capsys, "validate", "--bundle", bundle)[0] == 2
