@@ -20,7 +20,13 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.policies.model import InputLimits
 
-__all__ = ["Rejection", "read_bundle", "salvage_identity", "salvage_nested_request_id"]
+__all__ = [
+    "Rejection",
+    "raw_limit_problem",
+    "read_bundle",
+    "salvage_identity",
+    "salvage_nested_request_id",
+]
 
 # Lower number wins when one payload breaks several rules: the spec's V1..V4 order.
 _ERROR_TYPE_REASON: dict[str, tuple[int, ReasonCode]] = {
@@ -80,7 +86,7 @@ def read_bundle(payload: object, limits: InputLimits) -> RetrievalBundle | Rejec
 
 def _read_mapping(data: dict[str, Any], limits: InputLimits) -> RetrievalBundle | Rejection:
     request_id, run_id = salvage_identity(data)
-    problem = _raw_limit_problem(data, limits)
+    problem = raw_limit_problem(data, limits)
     if problem:
         return Rejection(ReasonCode.INPUT_LIMIT_EXCEEDED, problem, request_id, run_id)
     try:
@@ -120,7 +126,12 @@ def _salvage_id(value: object) -> str | None:
         return None
 
 
-def _raw_limit_problem(payload: Mapping[str, Any], limits: InputLimits) -> str | None:
+def raw_limit_problem(payload: Mapping[str, Any], limits: InputLimits) -> str | None:
+    """Which input limit a raw (still unvalidated) bundle exceeds, naming the field; or None.
+
+    Cheap enough to run before parsing: the chain runs it first, and the HTTP gate runs it
+    on the request body before the chain is called.
+    """
     results = payload.get("results")
     rows: Sequence[Any] = results if isinstance(results, list | tuple) else ()
     question = payload.get("user_question")

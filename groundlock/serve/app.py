@@ -38,6 +38,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from groundlock.contracts.response import PublicResponse
+from groundlock.core.intake import raw_limit_problem
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import InputLimits, Policy
 
@@ -206,30 +207,11 @@ class _Gate:
         else:
             named = [("input", payload.get("input"))]
         for where, bundle in named:
-            problem = _bundle_problem(bundle, self.limits, where)
+            # The same check the chain runs first; here it answers before LangServe parses.
+            problem = raw_limit_problem(bundle, self.limits) if isinstance(bundle, dict) else None
             if problem:
-                return problem
+                return f"{where}.{problem}"
         return None
-
-
-def _bundle_problem(bundle: object, limits: InputLimits, where: str) -> str | None:
-    if not isinstance(bundle, dict):
-        return None
-    question = bundle.get("user_question")
-    if isinstance(question, str) and len(question) > limits.max_question_chars:
-        return f"{where}.user_question: longer than {limits.max_question_chars} characters"
-    rows = bundle.get("results")
-    if isinstance(rows, list):
-        if len(rows) > limits.max_results:
-            return f"{where}.results: {len(rows)} rows, more than {limits.max_results}"
-        for number, row in enumerate(rows):
-            text = row.get("chunk_text") if isinstance(row, dict) else None
-            if isinstance(text, str) and len(text) > limits.max_chunk_chars:
-                return (
-                    f"{where}.results[{number}].chunk_text: longer than "
-                    f"{limits.max_chunk_chars} characters"
-                )
-    return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

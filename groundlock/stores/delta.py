@@ -36,7 +36,7 @@ import time
 import uuid
 import weakref
 from asyncio import CancelledError
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,8 +111,6 @@ class _ProcessState:
     problem: str | None = None
     """Why the store refuses rows now (None when it accepts them)."""
     checked_at: float = 0.0
-    flush_error: str | None = None
-    commits: int = 0
 
 
 class DeltaAuditStore:
@@ -326,7 +324,6 @@ class DeltaAuditStore:
                 work(state)
             except BaseException as exc:  # noqa: BLE001
                 _reraise_interrupt(exc)
-                state.flush_error = _kind(exc)
                 logger.error("audit flusher step failed (%s)", _kind(exc))  # noqa: TRY400
 
     def _flush_own(self, state: _ProcessState) -> None:
@@ -406,14 +403,11 @@ class DeltaAuditStore:
                 self._append_segments(row_type, app_id, entries, pick)
         except BaseException as exc:  # noqa: BLE001  (rows stay in the spool; retried next time)
             _reraise_interrupt(exc)
-            state.flush_error = _kind(exc)
             # The class only: delta-rs messages quote URIs, and a URI may carry a credential.
             logger.error("audit commit failed, rows kept in the spool (%s)", _kind(exc))  # noqa: TRY400
-            state.problem = self.problem() or None
+            state.problem = self.problem()
             state.checked_at = time.monotonic()
             return
-        state.flush_error = None
-        state.commits += 1
         for segment in segments:
             with contextlib.suppress(FileNotFoundError):
                 if segment.seq in quarantine:
@@ -442,7 +436,7 @@ class DeltaAuditStore:
             todo = [seq for seq in sorted(entries) if done is None or seq > done]
             if not todo:
                 return
-            rows = self._absent(table, _keyed([pick(e) for seq in todo for e in entries[seq]]))
+            rows = self._absent(table, [pick(e) for seq in todo for e in entries[seq]])
             if not rows:
                 return  # nothing new; the segments are already recorded
             try:
@@ -469,20 +463,19 @@ class DeltaAuditStore:
                 continue
             return
 
-    def _absent(
-        self, table: DeltaTable, keyed: list[tuple[tuple[str, str] | None, RowT]]
-    ) -> list[RowT]:
+    def _absent(self, table: DeltaTable, rows: list[RowT]) -> list[RowT]:
         """The first row of each key the table does not hold yet (unkeyed rows always)."""
+        keyed = [(row.key(), row) for row in rows]
         keys = {key for key, _ in keyed if key is not None}
         if not keys:
-            return [row for _, row in keyed]
-        outcome_fields = next(row for _, row in keyed).outcome_fields
+            return rows
+        outcome_fields = rows[0].outcome_fields
         present: dict[tuple[str, str], tuple[object, ...]] = {}
         ids = sorted({request_id for request_id, _ in keys})
         columns = "".join(f", t.{name}" for name in outcome_fields)
         # A join with a VALUES list: DataFusion plans it far faster than a long IN list.
         for start in range(0, len(ids), _LOOKUP_CHUNK):
-            values = ",".join(f"({_sql_text(i)})" for i in ids[start : start + _LOOKUP_CHUNK])
+            values = ",".join(f"({sql_text(i)})" for i in ids[start : start + _LOOKUP_CHUNK])
             sql = (
                 f"SELECT t.request_id, t.run_id{columns} FROM t "  # noqa: S608  (quoted)
                 f"JOIN (VALUES {values}) AS k(id) ON t.request_id = k.id"
@@ -582,10 +575,6 @@ class DeltaAuditStore:
 
 def sql_text(value: str) -> str:
     """``value`` as a SQL string literal (quotes doubled)."""
-    return _sql_text(value)
-
-
-def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
@@ -604,11 +593,6 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
             "audit spool: %d torn and %d invalid line(s) in one segment", torn, unreadable
         )
     return entries, unreadable
-
-
-def _keyed(rows: Iterable[RowT]) -> list[tuple[tuple[str, str] | None, RowT]]:
-    """Each row with its key (None for a row without a request_id)."""
-    return [(row.key(), row) for row in rows]
 
 
 def _report_other_outcome(key: tuple[str, str]) -> None:

@@ -94,7 +94,6 @@ class SpoolWriter:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.writer_id = uuid.uuid4().hex
-        self.pid = os.getpid()
         self._lock_fd = _new_lock(directory, self.writer_id)
         self._cond = threading.Condition()
         self._seq = 0
