@@ -115,6 +115,9 @@ class AssemblyTrace(Contract):
     retrieval_top_k: int | None
     retrieval_latency_ms: float | None
     filters_applied: FiltersApplied | None
+    retrieval_strategy: str | None
+    score_normalization: str | None
+    access_denied_count: int | None
     policy_version: str
     policy_sha256: str
     token_encoding: str

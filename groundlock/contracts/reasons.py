@@ -36,6 +36,10 @@ class ReasonCode(StrEnum):
     """The retriever itself reported FAILED; R2 propagates it."""
     RETRIEVAL_INCONSISTENT = "RETRIEVAL_INCONSISTENT"
     """The bundle contradicts itself: SUCCESS with no rows, NO_EVIDENCE with rows, rows > top_k."""
+    PRINCIPAL_UNRESOLVED = "PRINCIPAL_UNRESOLVED"
+    """The retrieval front enforces access control, and the request names no principal it
+    can resolve (none given, an unknown role, a grant the access policy does not know).
+    Nothing was retrieved: no principal means no rows, and an operator should see why."""
 
     # R2 outcomes that are a valid refusal -> NO_EVIDENCE, model never called.
     RETRIEVAL_NO_EVIDENCE = "RETRIEVAL_NO_EVIDENCE"

@@ -155,6 +155,17 @@ class RetrievalBundle(Contract):
     """Retriever latency, propagated to the trace."""
     filters_applied: FiltersApplied | None = None
     """Filters the retriever applied; R2 drops rows that do not satisfy them."""
+    retrieval_strategy: Identifier | None = None
+    """How the rows were found (``vector_store:InMemoryVectorStore``); for the query log."""
+    score_normalization: Identifier | None = None
+    """How the store's raw scores became ``similarity_score`` in [0, 1] (``cosine``).
+
+    A gate threshold means something only for the scale it was calibrated on, so the audit
+    trail records the mapping that produced every similarity it judged.
+    """
+    access_denied_count: Annotated[StrictInt, Field(ge=0)] | None = None
+    """Rows the retriever found that the requesting principal may not see, withheld before
+    this bundle was built. Recorded for audit; never shown to the model or the client."""
 
     @field_validator("user_question")
     @classmethod

@@ -73,6 +73,11 @@ def audit_rows(
         {
             **shared,
             **{key: _text(metadata.get(key)) for key in REQUESTER_KEYS},
+            # What actually ran beats what a server's metadata says ran.
+            "retrieval_strategy": summary["retrieval_strategy"]
+            or _text(metadata.get("retrieval_strategy")),
+            "score_normalization": summary["score_normalization"],
+            "access_denied_count": summary["access_denied_count"],
             "top_k": trace.retrieval_top_k if trace else None,
             "retrieved_chunk_ids": tuple(chunk_id for _, chunk_id in ranked),
             "selected_chunk_ids": tuple(entry.chunk_id for entry in selected),

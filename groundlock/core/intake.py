@@ -54,7 +54,13 @@ class Rejection:
 
 
 def read_bundle(payload: object, limits: InputLimits) -> RetrievalBundle | Rejection:
-    """Validate ``payload`` into a bundle, or explain precisely why it is not one."""
+    """Validate ``payload`` into a bundle, or explain precisely why it is not one.
+
+    A ``Rejection`` passes through: the retrieval front hands one to R2 when it refused a
+    request before any bundle existed, so its reason and message reach the caller.
+    """
+    if isinstance(payload, Rejection):
+        return payload
     if isinstance(payload, RetrievalBundle):
         problem = _limit_problem(
             len(payload.results),
@@ -98,7 +104,7 @@ def _read_mapping(data: dict[str, Any], limits: InputLimits) -> RetrievalBundle 
 
 def salvage_identity(payload: object) -> tuple[str | None, str | None]:
     """The (request_id, run_id) of any payload, each None unless it is a valid identifier."""
-    if isinstance(payload, RetrievalBundle):
+    if isinstance(payload, RetrievalBundle | Rejection):
         return payload.request_id, payload.run_id
     if isinstance(payload, Mapping):
         try:

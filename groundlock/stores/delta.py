@@ -274,6 +274,8 @@ class DeltaAuditStore:
                 _reraise_interrupt(exc)  # delta-rs panics (BaseException) after a fork
                 return f"the {row_type.table} table cannot be opened ({_kind(exc)})"
             mismatch = _schema_problem(table, row_type)
+            if mismatch and _add_new_columns(table, row_type):
+                mismatch = _schema_problem(self._open(row_type), row_type)
             if mismatch:
                 return f"the {row_type.table} table {mismatch}"
             if self.local and not _writable(Path(self.table_uri(row_type)) / "_delta_log"):
@@ -604,6 +606,31 @@ def _report_other_outcome(key: tuple[str, str]) -> None:
         key[0],
         key[1] or "-",
     )
+
+
+def _add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
+    """Upgrade a table an older groundlock created: add the nullable columns it lacks.
+
+    Only a table whose every column is still a row column of the same type qualifies, so an
+    unknown or retyped column stays an incompatible schema. Old rows read the new columns as
+    null. Two processes upgrading at once conflict; the loser finds the columns present.
+    Returns whether the table may have changed (the caller opens it again).
+    """
+    from deltalake.schema import Field  # noqa: PLC0415  (never imported before a fork)
+
+    expected = arrow_schema(row_type)
+    actual = table.schema().to_arrow()
+    want = {f.name: f for f in map(expected.field, range(len(expected)))}
+    have = [actual.field(i) for i in range(len(actual))]
+    if any(f.name not in want or str(f.type) != str(want[f.name].type) for f in have):
+        return False
+    names = {f.name for f in have}
+    missing = [f for name, f in want.items() if name not in names]
+    if not missing or not all(f.nullable for f in missing):
+        return False
+    with contextlib.suppress(Exception):  # a racing process may add them first
+        table.alter.add_columns([Field.from_arrow(f) for f in missing])
+    return True
 
 
 def _schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:

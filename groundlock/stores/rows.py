@@ -154,8 +154,12 @@ class QueryRow(_RequestRow):
     requester_role: _Id | None
     retrieval_strategy: _Id | None
     top_k: _Count | None
+    score_normalization: _Id | None
+    """How the retriever's raw scores were mapped to similarities in [0, 1]."""
+    access_denied_count: _Count | None
+    """Rows the requester was not allowed to see, withheld before assembly."""
     retrieved_chunk_ids: tuple[_Id, ...]
-    """Every row the retriever returned, in rank order."""
+    """Every row the retriever returned (after access filtering), in rank order."""
     selected_chunk_ids: tuple[_Id, ...]
     """The rows admitted as evidence, in anchor order."""
     cited_chunk_ids: tuple[_Id, ...]

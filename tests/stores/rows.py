@@ -70,6 +70,8 @@ def query_row(**fields: Any) -> QueryRow:
         "requester_role": None,
         "retrieval_strategy": None,
         "top_k": 3,
+        "score_normalization": None,
+        "access_denied_count": None,
         "retrieved_chunk_ids": ("a", "b", "c"),
         "selected_chunk_ids": ("a", "b"),
         "cited_chunk_ids": ("a", "b"),

@@ -343,3 +343,37 @@ def test_two_writers_racing_on_one_key_leave_one_row(tmp_path: Path) -> None:
     assert [r.request_id for r in first.select(QueryRow)] == ["twice"]
     first.close()
     second.close()
+
+
+def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) -> None:
+    # A queries table as groundlock wrote it before score_normalization and
+    # access_denied_count existed, holding one row.
+    from arro3.core import Schema, Table  # noqa: PLC0415
+
+    from groundlock.stores.rows import to_arrow  # noqa: PLC0415
+
+    new_columns = {"score_normalization", "access_denied_count"}
+    current = to_arrow(QueryRow, [query_row(request_id="old", run_id="old")])
+    keep = [
+        i for i in range(current.num_columns) if current.schema.field(i).name not in new_columns
+    ]
+    old = Table.from_arrays(
+        [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
+    )
+    root = tmp_path / "audit"
+    DeltaTable.create(str(root / "queries"), old.schema, configuration={"delta.appendOnly": "true"})
+    deltalake.write_deltalake(str(root / "queries"), old, mode="append")
+
+    store = DeltaAuditStore(root, flush_interval_seconds=30)
+    try:
+        response = grounded_answer_chain(store=store).invoke(make_bundle(request_id="new"))
+        assert response.status is GenerationStatus.OK
+        rows = {row.request_id: row for row in _rows(store, QueryRow)}
+    finally:
+        store.close()
+    assert sorted(rows) == ["new", "old"]
+    assert rows["old"].access_denied_count is None
+    assert rows["old"].score_normalization is None
+    assert rows["new"].status == "OK"
+    columns = {f.name for f in DeltaTable(str(root / "queries")).schema().fields}
+    assert new_columns <= columns
