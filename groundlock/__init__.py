@@ -9,7 +9,7 @@ prompt template.
 
 import logging
 
-from groundlock.chains import GroundedAnswerChain, grounded_answer_chain
+from groundlock.chains import GroundedAnswerChain, RetrievalFront, grounded_answer_chain
 from groundlock.contracts import (
     AnswerBundle,
     AssemblyMetrics,
@@ -40,6 +40,7 @@ from groundlock.contracts import (
     ValidationStatus,
 )
 from groundlock.core import assemble, build_prompt, validate_answer
+from groundlock.core.retrieval import AccessPolicy, Principal, ScoreNormalization
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
 from groundlock.prompts import PromptTemplateError, load_template
@@ -65,6 +66,7 @@ logging.getLogger("groundlock").addHandler(logging.NullHandler())
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccessPolicy",
     "AnswerBundle",
     "AssembleEvidence",
     "AssemblyMetrics",
@@ -92,6 +94,7 @@ __all__ = [
     "PinnedModel",
     "Policy",
     "PolicyError",
+    "Principal",
     "PromptBuildResult",
     "PromptMessage",
     "PromptTemplateError",
@@ -102,8 +105,10 @@ __all__ = [
     "ReasonCode",
     "RecordValidation",
     "RetrievalBundle",
+    "RetrievalFront",
     "RetrievalRow",
     "RetrievalStatus",
+    "ScoreNormalization",
     "SelectedEvidence",
     "TokenUsage",
     "TokenizerUnavailableError",

@@ -20,7 +20,8 @@ EXPECTED = {
     "GroundingMetrics", "PackageResponse", "PublicCitation", "PublicResponse", "TokenUsage",
     "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
     "validate_answer", "GroundedAnswerChain", "AuditUnavailable", "DeltaAuditStore",
-    "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow",
+    "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
+    "RetrievalFront", "ScoreNormalization",
 }  # fmt: skip
 
 

@@ -261,3 +261,56 @@ def test_the_endpoint_never_answers_500(client: TestClient, payload: Any) -> Non
         assert response.status_code < 500, response.text
     broken = client.post("/answer/invoke", content=body[: len(body) // 2] + b"\xff")
     assert broken.status_code < 500
+
+
+def test_a_served_retrieval_chain_authorises_by_the_api_keys_role(tmp_path: Any) -> None:
+    # Local imports: the retrieval fixtures belong to this one test.
+    from groundlock import AccessPolicy, RetrievalFront  # noqa: PLC0415
+    from tests.fakes.retrieval import QUESTION, cosine_store, doc  # noqa: PLC0415
+
+    line = "The case drain filter is replaced every {} hours."
+    corpus = [
+        (doc("c-rail", line.format(300), business_unit="RAIL"), 0.95),
+        (doc("c-marine", line.format(500), business_unit="MARINE"), 0.9),
+    ]
+    access = AccessPolicy(
+        attributes=("business_unit",),
+        roles={"technician": {"business_unit": "MARINE"}, "auditor": {"business_unit": "*"}},
+    )
+    front = RetrievalFront(
+        source=cosine_store(corpus),
+        index_version="idx-1",
+        embedding_model="table-3",
+        normalization="cosine",
+        access=access,
+    )
+    store = DeltaAuditStore(tmp_path / "audit")
+    keys = {"t" * 24: Requester("tech-4", "technician"), "a" * 24: Requester("aud-1", "auditor")}
+    client = TestClient(create_app(front | grounded_answer_chain(store=store), api_keys=keys))
+    # A client cannot name its own principal: configurable never reaches the chain.
+    elevate = {
+        "configurable": {"principal": {"principal_id": "x", "grants": {"business_unit": "*"}}}
+    }
+    answers = {}
+    for key, request_id in (("t" * 24, "as-technician"), ("a" * 24, "as-auditor")):
+        reply = client.post(
+            "/answer/invoke",
+            json={
+                "input": {"user_question": QUESTION, "request_id": request_id},
+                "config": elevate,
+            },
+            headers={"X-API-Key": key},
+        )
+        assert reply.status_code == 200
+        answers[request_id] = reply.json()["output"]
+    store.close()
+    assert [c["knowledge_id"] for c in answers["as-technician"]["citations"]] == ["K-c-marine"]
+    assert "K-c-rail" in [c["knowledge_id"] for c in answers["as-auditor"]["citations"]]
+    assert "300" not in answers["as-technician"]["answer"]
+    rows = {row.request_id: row for row in store.select(QueryRow)}
+    technician = rows["as-technician"]
+    assert (technician.requester_role, technician.access_denied_count) == ("technician", 1)
+    assert technician.retrieved_chunk_ids == ("c-marine",)
+    assert technician.score_normalization == "cosine"
+    assert technician.retrieval_strategy == "vector_store:InMemoryVectorStore"
+    assert rows["as-auditor"].access_denied_count == 0

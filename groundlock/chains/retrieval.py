@@ -1,0 +1,388 @@
+"""The retrieval front: a question in, a :class:`~groundlock.RetrievalBundle` out.
+
+``RetrievalFront(source=...) | grounded_answer_chain(...)`` answers a plain question from
+any LangChain vector store, or any retriever that reports a score per document. The front
+ranks what the store returns from 0, maps raw scores to [0, 1] by a named
+:class:`~groundlock.ScoreNormalization`, maps chunk metadata onto the row fields, and drops
+every row the requesting :class:`~groundlock.Principal` may not see before anything else
+reads it. Withheld rows are counted in the bundle (``access_denied_count``) and the audit
+trail; their text, ids and scores go nowhere.
+
+A request the front cannot serve (a malformed question, no principal where access control
+is on, a retriever that raised) never reaches the store or the model: the front hands R2 a
+:class:`~groundlock.core.intake.Rejection`, and the request ends FAILED with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Self, TypeAlias
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from typing_extensions import override
+
+from groundlock.contracts._fields import Identifier
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.retrieval import RetrievalBundle
+from groundlock.core.intake import Rejection, read_bundle, salvage_identity
+from groundlock.core.retrieval import (
+    ROW_FIELDS,
+    AccessPolicy,
+    Principal,
+    ScoreNormalization,
+    normalization,
+    row_payload,
+)
+from groundlock.runnables._stage import PolicyStage
+
+__all__ = ["REQUEST_FIELDS", "RetrievalFront"]
+
+logger = logging.getLogger("groundlock.retrieval")
+
+REQUEST_FIELDS = ("user_question", "request_id", "run_id", "filters_applied")
+"""What a request to the front may carry; a bare string is the question."""
+
+_MAX_NAME = 64
+
+Hits: TypeAlias = list[tuple[Document, float]]
+_Plan: TypeAlias = tuple[dict[str, Any], Principal | None, dict[str, Any]]
+
+
+class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Rejection]):
+    """R1: retrieve, normalise, authorise; a question becomes a bundle R2 can judge.
+
+    ``source`` is a ``VectorStore`` (searched with ``similarity_search_with_score``), a
+    ``VectorStoreRetriever`` of search type ``similarity`` (its store and ``search_kwargs``
+    are used, so its scores are too), or any ``BaseRetriever`` that puts a score in each
+    document's metadata under ``score_key``.
+
+    ``access`` is required: an :class:`AccessPolicy`, or ``None`` for a corpus everyone may
+    read, said out loud. With a policy, the principal comes from the run config:
+    ``configurable["principal"]`` (a :class:`Principal` or its dict), or else the
+    ``requester_role`` (and ``requester_id``) metadata a served app sets from the API key,
+    looked up in ``access.roles``. A request with neither fails ``PRINCIPAL_UNRESOLVED``
+    before the store is asked. The store is asked for ``fetch_k`` rows (four times ``top_k``
+    by default when access is controlled, so that denied rows do not starve the answer); the
+    first ``top_k`` admitted rows are ranked 0, 1, ... in the store's order.
+
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> from langchain_core.vectorstores import InMemoryVectorStore
+    >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    >>> front = RetrievalFront(source=store, index_version="idx-1", embedding_model="fake-8",
+    ...                        normalization="cosine", access=None)
+    >>> front.invoke("Anything?").retrieval_status.value  # an empty store
+    'NO_EVIDENCE'
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str | None = "R1.RetrievalFront"
+    source: VectorStore | BaseRetriever
+    """Where rows come from."""
+    index_version: Identifier
+    """Version of the index behind ``source``; recorded in every bundle (reproducibility)."""
+    embedding_model: Identifier
+    """The embedding model that produced the index's vectors; recorded likewise."""
+    normalization: ScoreNormalization
+    """How the source's raw scores become similarities (a built-in name or a custom one)."""
+    access: AccessPolicy | None
+    """Who may see which rows; ``None`` means every row is visible to every requester."""
+    top_k: int = Field(default=8, ge=1)
+    """At most this many rows go into a bundle."""
+    fetch_k: int | None = Field(default=None, ge=1)
+    """How many rows to ask the store for (default: ``top_k``, or ``4 * top_k`` with access)."""
+    fields: dict[str, str] = Field(default_factory=dict)
+    """Row field -> metadata key, where they differ (``{"source_reference": "source"}``)."""
+    score_key: str | None = None
+    """Metadata key of the score, for a retriever that is not a vector store's."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Extra keyword arguments for the vector store's search (a store-native ``filter``)."""
+    search_filter: Callable[[Principal], Mapping[str, Any]] | None = None
+    """Per-principal search arguments, to push access filtering into the store as well.
+
+    The front still checks every returned row itself: a pushed-down filter narrows what is
+    fetched, it is never what is trusted.
+    """
+
+    _store: VectorStore | None = PrivateAttr(default=None)
+    _target: VectorStore | BaseRetriever | None = PrivateAttr(default=None)
+    _base_kwargs: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _relevance: Callable[[float], float] | None = PrivateAttr(default=None)
+    _strategy: str = PrivateAttr(default="")
+
+    @field_validator("normalization", mode="before")
+    @classmethod
+    def _named_normalization(cls, value: object) -> object:
+        return normalization(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _usable_source(self) -> Self:
+        unknown = sorted(set(self.fields) - set(ROW_FIELDS))
+        if unknown:
+            raise ValueError(f"fields maps {unknown[0]!r}, which is not a row field")
+        TypeAdapter(Identifier).validate_python(self.normalization.name)
+        source = self.source
+        if isinstance(source, VectorStoreRetriever):
+            if source.search_type != "similarity":
+                raise ValueError(
+                    f"a VectorStoreRetriever of search_type {source.search_type!r} reports "
+                    "no scores; use search_type 'similarity' or pass the vector store"
+                )
+            self._store = source.vectorstore
+            self._base_kwargs = {k: v for k, v in source.search_kwargs.items() if k != "k"}
+        elif isinstance(source, VectorStore):
+            self._store = source
+        else:
+            if self.score_key is None:
+                raise ValueError("a retriever that is not a vector store's needs score_key")
+            if self.search_kwargs or self.search_filter or self.normalization.relevance:
+                raise ValueError(
+                    "search_kwargs, search_filter and the 'relevance' normalisation need a "
+                    "vector store"
+                )
+        self._base_kwargs |= self.search_kwargs
+        self._target = self._store if self._store is not None else source
+        if self._store is not None:
+            self._strategy = f"vector_store:{type(self._store).__name__}"
+            if self.normalization.relevance:
+                try:
+                    self._relevance = self._store._select_relevance_score_fn()
+                except NotImplementedError:
+                    raise ValueError(
+                        f"{type(self._store).__name__} defines no relevance function; name "
+                        "the scale of its scores instead (for example 'cosine')"
+                    ) from None
+        else:
+            self._strategy = f"retriever:{type(source).__name__}"
+        return self
+
+    @property
+    def rows_to_fetch(self) -> int:
+        """How many rows each search asks the store for."""
+        if self.fetch_k is not None:
+            return max(self.fetch_k, self.top_k)
+        return self.top_k * (4 if self.access is not None else 1)
+
+    # -- the stage ------------------------------------------------------------------------
+
+    @override
+    def _run(self, stage_input: object, config: RunnableConfig) -> RetrievalBundle | Rejection:
+        plan = self._plan(stage_input, config)
+        if isinstance(plan, Rejection):
+            return plan
+        request, principal, kwargs = plan
+        started = time.perf_counter()
+        try:
+            hits = self._search(request["user_question"], kwargs, config)
+        except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
+            return self._retriever_failed(request, exc)
+        return self._bundle(request, principal, hits, started)
+
+    @override
+    async def _arun(
+        self, stage_input: object, config: RunnableConfig
+    ) -> RetrievalBundle | Rejection:
+        plan = self._plan(stage_input, config)
+        if isinstance(plan, Rejection):
+            return plan
+        request, principal, kwargs = plan
+        started = time.perf_counter()
+        try:
+            hits = await self._asearch(request["user_question"], kwargs, config)
+        except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
+            return self._retriever_failed(request, exc)
+        return self._bundle(request, principal, hits, started)
+
+    @override
+    def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Rejection:
+        request_id, run_id = salvage_identity(stage_input)
+        return Rejection(reason, message, request_id, run_id)
+
+    # -- before the search: request, principal, search arguments --------------------------
+
+    def _plan(self, stage_input: object, config: RunnableConfig) -> _Plan | Rejection:
+        request = self._request(stage_input)
+        if isinstance(request, Rejection):
+            return request
+        principal = self._principal(request, config)
+        if isinstance(principal, Rejection):
+            return principal
+        kwargs = dict(self._base_kwargs)
+        if self.search_filter is not None and principal is not None:
+            kwargs |= self.search_filter(principal)
+        return request, principal, kwargs
+
+    def _request(self, stage_input: object) -> dict[str, Any] | Rejection:
+        if isinstance(stage_input, str):
+            request: dict[str, Any] = {"user_question": stage_input}
+        elif isinstance(stage_input, Mapping):
+            request = dict(stage_input)
+            unknown = [key for key in request if key not in REQUEST_FIELDS]
+            if unknown:
+                return Rejection(
+                    ReasonCode.INPUT_SCHEMA_INVALID,
+                    f"{str(unknown[0])[:_MAX_NAME]}: not a field of a retrieval request "
+                    f"(expected {', '.join(REQUEST_FIELDS)})",
+                    *salvage_identity(request),
+                )
+        else:
+            return Rejection(
+                ReasonCode.INPUT_SCHEMA_INVALID,
+                "request: expected a question (a string) or a mapping, got "
+                f"{type(stage_input).__name__}",
+                None,
+                None,
+            )
+        request.setdefault("request_id", uuid.uuid4().hex)
+        # The same gates R2 applies (question present, within limits, valid ids and
+        # filters), checked before the store is asked anything.
+        probe = read_bundle(self._candidate(request, [], 0, None), self.policy.input_limits)
+        return probe if isinstance(probe, Rejection) else request
+
+    def _principal(
+        self, request: Mapping[str, Any], config: RunnableConfig
+    ) -> Principal | Rejection | None:
+        access = self.access
+        if access is None:
+            return None
+        request_id, run_id = salvage_identity(request)
+
+        def unresolved(message: str) -> Rejection:
+            logger.warning("retrieval refused (request %s): %s", request_id, message)
+            return Rejection(ReasonCode.PRINCIPAL_UNRESOLVED, message, request_id, run_id)
+
+        given = (config.get("configurable") or {}).get("principal")
+        metadata = config.get("metadata") or {}
+        role = metadata.get("requester_role")
+        try:
+            if given is not None:
+                principal = Principal.model_validate(given)
+            elif isinstance(role, str) and role in access.roles:
+                requester = metadata.get("requester_id")
+                principal = Principal(
+                    principal_id=requester if isinstance(requester, str) else role,
+                    role=role,
+                    grants=access.roles[role],
+                )
+            elif isinstance(role, str):
+                return unresolved("principal: the requester's role has no grants")
+            else:
+                return unresolved("principal: access control is on and the request names none")
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "principal"
+            return unresolved(f"principal: {where}: {first['msg']}")
+        problem = access.grant_problem(principal.grants)
+        return unresolved(f"principal: {problem}") if problem else principal
+
+    # -- the search -----------------------------------------------------------------------
+
+    def _search(self, question: str, kwargs: dict[str, Any], config: RunnableConfig) -> Hits:
+        target = self._target
+        if isinstance(target, VectorStore):
+            return target.similarity_search_with_score(question, k=self.rows_to_fetch, **kwargs)
+        if isinstance(target, BaseRetriever):
+            return self._scored(target.invoke(question, config))
+        raise TypeError("the front was built without a source")
+
+    async def _asearch(self, question: str, kwargs: dict[str, Any], config: RunnableConfig) -> Hits:
+        target = self._target
+        if isinstance(target, VectorStore):
+            return await target.asimilarity_search_with_score(
+                question, k=self.rows_to_fetch, **kwargs
+            )
+        if isinstance(target, BaseRetriever):
+            return self._scored(await target.ainvoke(question, config))
+        raise TypeError("the front was built without a source")
+
+    def _scored(self, documents: list[Document]) -> Hits:
+        key = self.score_key or ""
+        return [(doc, doc.metadata.get(key, math.nan)) for doc in documents]
+
+    def _retriever_failed(self, request: Mapping[str, Any], exc: Exception) -> Rejection:
+        # Type and frames only: a store's message may carry a URL, a key or chunk text.
+        request_id, run_id = salvage_identity(request)
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        logger.warning(
+            "retriever raised %s (request %s)\n%s", type(exc).__name__, request_id, frames
+        )
+        return Rejection(
+            ReasonCode.RETRIEVAL_FAILED,
+            f"retrieval: the retriever raised {type(exc).__name__}",
+            request_id,
+            run_id,
+        )
+
+    # -- after the search: authorise, rank, normalise -------------------------------------
+
+    def _bundle(
+        self,
+        request: dict[str, Any],
+        principal: Principal | None,
+        hits: Hits,
+        started: float,
+    ) -> RetrievalBundle | Rejection:
+        rows: list[dict[str, object]] = []
+        denied = 0
+        access = self.access
+        for document, raw in hits:
+            if access and principal and not access.admits(document.metadata, principal):
+                denied += 1
+                continue
+            if len(rows) == self.top_k:
+                continue  # keep counting what this principal could not have seen
+            rows.append(
+                row_payload(
+                    rank=len(rows),
+                    similarity=self._similarity(raw),
+                    text=document.page_content,
+                    document_id=document.id,
+                    metadata=document.metadata,
+                    fields=self.fields,
+                )
+            )
+        latency = (time.perf_counter() - started) * 1000.0
+        candidate = self._candidate(request, rows, denied if self.access else None, latency)
+        return read_bundle(candidate, self.policy.input_limits)
+
+    def _similarity(self, raw: object) -> float:
+        if self._relevance is not None and isinstance(raw, int | float):
+            raw = self._relevance(float(raw))
+        return self.normalization.apply(raw)
+
+    def _candidate(
+        self,
+        request: Mapping[str, Any],
+        rows: list[dict[str, object]],
+        denied: int | None,
+        latency_ms: float | None,
+    ) -> dict[str, Any]:
+        return {
+            **request,
+            "retrieval_status": "SUCCESS" if rows else "NO_EVIDENCE",
+            "index_version": self.index_version,
+            "embedding_model": self.embedding_model,
+            "top_k": self.top_k,
+            "results": rows,
+            "retrieval_latency_ms": latency_ms,
+            "retrieval_strategy": self._strategy,
+            "score_normalization": self.normalization.name,
+            "access_denied_count": denied,
+        }
