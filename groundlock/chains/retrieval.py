@@ -25,7 +25,7 @@ from typing import Any, Self, TypeAlias
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import (
     ConfigDict,
@@ -38,6 +38,7 @@ from pydantic import (
 )
 from typing_extensions import override
 
+from groundlock.chains.answer import GroundedAnswerChain
 from groundlock.contracts._fields import Identifier
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
@@ -172,6 +173,14 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         else:
             self._strategy = f"retriever:{type(source).__name__}"
         return self
+
+    @override
+    def __or__(self, other: Any) -> RunnableSerializable[Any, Any]:
+        # front | grounded_answer_chain(...) stays a GroundedAnswerChain, with the front as
+        # its first step: the chain's run name, and its direct calls when nobody observes.
+        if isinstance(other, GroundedAnswerChain):
+            return GroundedAnswerChain(self, *other.steps, name=other.name)
+        return super().__or__(other)
 
     @property
     def rows_to_fetch(self) -> int:

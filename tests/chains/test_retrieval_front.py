@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableSequence
 
 from groundlock import (
     AccessPolicy,
     GenerationStatus,
+    GroundedAnswerChain,
     Principal,
     ReasonCode,
     RetrievalBundle,
@@ -28,7 +29,7 @@ from groundlock import (
     grounded_answer_chain,
 )
 from groundlock.core.intake import Rejection
-from tests.fakes.chat import ScriptedChatModel
+from tests.fakes.chat import ModelCalls, ScriptedChatModel
 from tests.fakes.retrieval import (
     QUESTION,
     FixedScoreStore,
@@ -562,3 +563,18 @@ def test_a_bundle_holds_exactly_the_best_admitted_rows_and_nothing_denied(
     for document, _ in fetched:
         if document.id not in admitted:
             assert f"CANARY-{document.id} " not in dumped
+
+
+def test_front_piped_into_the_chain_is_one_grounded_answer_chain() -> None:
+    front = _front(cosine_store([(doc("c0", "The case drain filter is replaced yearly."), 0.9)]))
+    chain = front | grounded_answer_chain()
+    assert isinstance(chain, GroundedAnswerChain)
+    assert [step.name for step in chain.steps][:2] == ["R1.RetrievalFront", "R2.AssembleEvidence"]
+    runs = ModelCalls()
+    observed = chain.invoke({"user_question": QUESTION, "request_id": "r-1"}, {"callbacks": [runs]})
+    quiet = chain.invoke({"user_question": QUESTION, "request_id": "r-1"})
+    assert observed.model_dump(exclude={"latency_ms"}) == quiet.model_dump(exclude={"latency_ms"})
+    names = [name for name, _ in runs.runs]
+    assert names[:3] == ["groundlock.grounded_answer", "R1.RetrievalFront", "R2.AssembleEvidence"]
+    assert runs.runs[0][1]["request_id"] == "r-1"
+    assert isinstance(front | (lambda bundle: bundle), RunnableSequence)
