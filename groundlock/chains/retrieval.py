@@ -350,9 +350,9 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     ) -> RetrievalBundle | Rejection:
         rows: list[dict[str, object]] = []
         denied = 0
-        access = self.access
+        admits = self.access.checker(principal) if self.access and principal else None
         for document, raw in hits:
-            if access and principal and not access.admits(document.metadata, principal):
+            if admits is not None and not admits(document.metadata):
                 denied += 1
                 continue
             if len(rows) == self.top_k:

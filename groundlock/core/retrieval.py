@@ -149,24 +149,38 @@ class AccessPolicy(FrozenModel):
 
     def admits(self, metadata: Mapping[str, object], principal: Principal) -> bool:
         """Whether ``principal`` may see a row with this metadata."""
-        for name in self.attributes:
-            granted = principal.grants.get(name, ())
-            value = metadata.get(name)
-            values = (value,) if isinstance(value, str) else value
-            if not isinstance(values, list | tuple) or not values:
-                return False
-            if not all(isinstance(v, str) for v in values):
-                return False
-            if WILDCARD not in granted and not set(granted) & set(values):
-                return False
+        return self.checker(principal)(metadata)
+
+    def checker(self, principal: Principal) -> Callable[[Mapping[str, object]], bool]:
+        """:meth:`admits` for one principal, with its grants resolved once per request.
+
+        A granted level the policy does not list grants nothing (the front refuses such a
+        principal before it gets here; :meth:`grant_problem`).
+        """
+        unordered = [(name, frozenset(principal.grants.get(name, ()))) for name in self.attributes]
+        ordered = []
         for name, order in self.levels.items():
-            value = metadata.get(name)
-            granted = principal.grants.get(name, ())
-            if not isinstance(value, str) or value not in order or not granted:
-                return False
-            if order.index(value) > max(order.index(level) for level in granted):
-                return False
-        return True
+            rank = {level: index for index, level in enumerate(order)}
+            known = [rank[level] for level in principal.grants.get(name, ()) if level in rank]
+            ordered.append((name, rank, max(known, default=-1)))
+
+        def admits(metadata: Mapping[str, object]) -> bool:
+            for name, granted in unordered:
+                value = metadata.get(name)
+                values = (value,) if isinstance(value, str) else value
+                if not isinstance(values, list | tuple) or not values:
+                    return False
+                if not all(isinstance(v, str) for v in values):
+                    return False
+                if WILDCARD not in granted and granted.isdisjoint(values):
+                    return False
+            for name, rank, ceiling in ordered:
+                value = metadata.get(name)
+                if not isinstance(value, str) or rank.get(value, ceiling + 1) > ceiling:
+                    return False
+            return True
+
+        return admits
 
 
 @dataclass(frozen=True, slots=True)
