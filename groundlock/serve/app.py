@@ -27,15 +27,19 @@ import hmac
 import json
 import os
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.runnables.config import ensure_config, get_config_list
 from langserve import add_routes
+from pydantic import ConfigDict
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing_extensions import override
 
 from groundlock.contracts.response import PublicResponse
 from groundlock.core.intake import raw_limit_problem
@@ -92,33 +96,75 @@ def create_app(
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    async def identify(config: dict[str, Any], request: Request) -> dict[str, Any]:
-        # Whatever metadata the client sent was already dropped (config_keys=[]): the
-        # server's view of who asked is the only one recorded.
-        requester = request.scope.get("state", {}).get("requester")
-        metadata = dict(config.get("metadata") or {})
-        metadata.update({"requester_id": None, "requester_role": None})
-        if requester is not None:
-            metadata.update(requester_id=requester.requester_id, requester_role=requester.role)
-        return {**config, "metadata": metadata}
-
     # Any JSON as input (LangServe accepts a type here, which mypy cannot see): the chain
     # answers a bad bundle itself.
     add_routes(
         app,
-        chain,
+        _Identified(chain=chain),
         path=ANSWER_PATH,
         input_type=Any,
         output_type=PublicResponse,
         config_keys=[],
         enabled_endpoints=_ENDPOINTS,  # type: ignore[arg-type]
-        per_req_config_modifier=identify,
         include_callback_events=False,
         enable_feedback_endpoint=False,
         enable_public_trace_link_endpoint=False,
     )
     app.add_middleware(_Gate, keys=keys, limits=limits, max_body_bytes=max_body_bytes)
     return app
+
+
+_REQUESTER: ContextVar[Requester | None] = ContextVar("groundlock_requester", default=None)
+"""Who the current HTTP request's API key belongs to; set by the gate, read by the chain."""
+
+
+class _Identified(RunnableSerializable[Any, PublicResponse]):
+    """The served chain, told who asked in every run's metadata.
+
+    The requester travels in a context variable the gate sets, not through LangServe's
+    ``per_req_config_modifier``: LangServe's batch route filters each config by
+    ``config_keys`` again after the modifier, and ``config_keys=[]`` then dropped the
+    requester, so batched requests reached the audit trail (and a retrieval front's access
+    control) anonymous. Whatever metadata a client sent was already dropped.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    chain: Runnable[Any, PublicResponse]
+
+    def _told(self, config: RunnableConfig | None) -> RunnableConfig:
+        config = ensure_config(config)
+        requester = _REQUESTER.get()
+        metadata = {
+            **config.get("metadata", {}),
+            "requester_id": requester.requester_id if requester else None,
+            "requester_role": requester.role if requester else None,
+        }
+        return {**config, "metadata": metadata}
+
+    @override
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> PublicResponse:
+        return self.chain.invoke(input, self._told(config))
+
+    @override
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> PublicResponse:
+        return await self.chain.ainvoke(input, self._told(config))
+
+    @override
+    async def abatch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[PublicResponse]:
+        configs = [self._told(c) for c in get_config_list(config, len(inputs))]
+        return await self.chain.abatch(inputs, configs, return_exceptions=return_exceptions)
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -145,6 +191,13 @@ class _Gate:
         if scope["type"] != "http" or scope["path"] == "/health":
             await self.app(scope, receive, send)
             return
+        token = _REQUESTER.set(None)
+        try:
+            await self._gated(scope, receive, send)
+        finally:
+            _REQUESTER.reset(token)
+
+    async def _gated(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._unauthorized(scope)
         if refusal is None and scope["method"] == "POST":
             refusal, body = await self._read_body(scope, receive)
@@ -165,7 +218,7 @@ class _Gate:
         )
         if requester is None:
             return _error(401, "UNAUTHORIZED", "a valid X-API-Key header is required")
-        scope.setdefault("state", {})["requester"] = requester
+        _REQUESTER.set(requester)
         return None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[JSONResponse | None, bytes]:

@@ -303,6 +303,21 @@ def test_a_served_retrieval_chain_authorises_by_the_api_keys_role(tmp_path: Any)
         )
         assert reply.status_code == 200
         answers[request_id] = reply.json()["output"]
+    # The batch route names the requester too (LangServe re-filters batch configs).
+    batched = client.post(
+        "/answer/batch",
+        json={
+            "inputs": [
+                {"user_question": QUESTION, "request_id": "batch-1"},
+                {"user_question": QUESTION, "request_id": "batch-2"},
+            ]
+        },
+        headers={"X-API-Key": "t" * 24},
+    )
+    assert batched.status_code == 200
+    for output in batched.json()["output"]:
+        assert output["status"] == "OK"
+        assert [c["knowledge_id"] for c in output["citations"]] == ["K-c-marine"]
     store.close()
     assert [c["knowledge_id"] for c in answers["as-technician"]["citations"]] == ["K-c-marine"]
     assert "K-c-rail" in [c["knowledge_id"] for c in answers["as-auditor"]["citations"]]
@@ -314,3 +329,8 @@ def test_a_served_retrieval_chain_authorises_by_the_api_keys_role(tmp_path: Any)
     assert technician.score_normalization == "cosine"
     assert technician.retrieval_strategy == "vector_store:InMemoryVectorStore"
     assert rows["as-auditor"].access_denied_count == 0
+    for request_id in ("batch-1", "batch-2"):
+        assert (rows[request_id].requester_id, rows[request_id].access_denied_count) == (
+            "tech-4",
+            1,
+        )
