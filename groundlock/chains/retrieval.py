@@ -15,18 +15,27 @@ is on, a retriever that raised) never reaches the store or the model: the front 
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 import math
+import numbers
 import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeAlias
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.tracers.context import tracing_v2_callback_var
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from langsmith import tracing_context
 from pydantic import (
     ConfigDict,
     Field,
@@ -43,6 +52,7 @@ from groundlock.contracts._fields import Identifier
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
+from groundlock.core.prompt import checked_question
 from groundlock.core.retrieval import (
     ROW_FIELDS,
     AccessPolicy,
@@ -52,6 +62,7 @@ from groundlock.core.retrieval import (
     row_payload,
 )
 from groundlock.runnables._stage import PolicyStage
+from groundlock.text.tokens import get_token_counter
 
 __all__ = ["REQUEST_FIELDS", "RetrievalFront"]
 
@@ -63,7 +74,8 @@ REQUEST_FIELDS = ("user_question", "request_id", "run_id", "filters_applied")
 _MAX_NAME = 64
 
 Hits: TypeAlias = list[tuple[Document, float]]
-_Plan: TypeAlias = tuple[dict[str, Any], Principal | None, dict[str, Any]]
+_Admits: TypeAlias = Callable[[Mapping[str, object]], bool]
+_Plan: TypeAlias = tuple[dict[str, Any], _Admits | None, dict[str, Any]]
 
 
 class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Rejection]):
@@ -82,6 +94,11 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     before the store is asked. The store is asked for ``fetch_k`` rows (four times ``top_k``
     by default when access is controlled, so that denied rows do not starve the answer); the
     first ``top_k`` admitted rows are ranked 0, 1, ... in the store's order.
+
+    A retriever's search runs without a run of its own: its run would hand every document
+    it found, denied ones included, to callbacks, tracers and ``astream_events``. Piped
+    into a :class:`~groundlock.GroundedAnswerChain`, the front checks questions with the
+    chain's policy.
 
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
     >>> from langchain_core.vectorstores import InMemoryVectorStore
@@ -179,7 +196,12 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         # front | grounded_answer_chain(...) stays a GroundedAnswerChain, with the front as
         # its first step: the chain's run name, and its direct calls when nobody observes.
         if isinstance(other, GroundedAnswerChain):
-            return GroundedAnswerChain(self, *other.steps, name=other.name)
+            # The front's gates (question limits and token budget) must be the chain's.
+            first = other.first
+            front = self
+            if isinstance(first, PolicyStage) and first.policy != self.policy:
+                front = self.model_copy(update={"policy": first.policy})
+            return GroundedAnswerChain(front, *other.steps, name=other.name)
         return super().__or__(other)
 
     @property
@@ -196,13 +218,13 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         plan = self._plan(stage_input, config)
         if isinstance(plan, Rejection):
             return plan
-        request, principal, kwargs = plan
+        request, admits, kwargs = plan
         started = time.perf_counter()
         try:
-            hits = self._search(request["user_question"], kwargs, config)
+            hits = _checked_hits(self._search(request["user_question"], kwargs))
         except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
             return self._retriever_failed(request, exc)
-        return self._bundle(request, principal, hits, started)
+        return self._bundle(request, admits, hits, started)
 
     @override
     async def _arun(
@@ -211,13 +233,13 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         plan = self._plan(stage_input, config)
         if isinstance(plan, Rejection):
             return plan
-        request, principal, kwargs = plan
+        request, admits, kwargs = plan
         started = time.perf_counter()
         try:
-            hits = await self._asearch(request["user_question"], kwargs, config)
+            hits = _checked_hits(await self._asearch(request["user_question"], kwargs))
         except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
             return self._retriever_failed(request, exc)
-        return self._bundle(request, principal, hits, started)
+        return self._bundle(request, admits, hits, started)
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Rejection:
@@ -233,10 +255,21 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         principal = self._principal(request, config)
         if isinstance(principal, Rejection):
             return principal
+        if principal is None or self.access is None:
+            return request, None, dict(self._base_kwargs)
+        admits = self.access.checker(principal)
         kwargs = dict(self._base_kwargs)
-        if self.search_filter is not None and principal is not None:
-            kwargs |= self.search_filter(principal)
-        return request, principal, kwargs
+        if self.search_filter is not None:
+            pushed = dict(self.search_filter(principal))
+            clash = sorted(set(pushed) & set(kwargs))
+            if clash:
+                # Replacing a base filter (a tenant restriction, say) would widen the search.
+                raise ValueError(
+                    f"search_filter returned {clash}, which search_kwargs already sets; "
+                    "combine both restrictions in search_filter"
+                )
+            kwargs |= pushed
+        return request, admits, kwargs
 
     def _request(self, stage_input: object) -> dict[str, Any] | Rejection:
         if isinstance(stage_input, str):
@@ -260,10 +293,16 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
                 None,
             )
         request.setdefault("request_id", uuid.uuid4().hex)
-        # The same gates R2 applies (question present, within limits, valid ids and
-        # filters), checked before the store is asked anything.
+        # The gates R2 and R3 apply to the question, ids and filters (present, within the
+        # policy's limits and question token budget), before the store is asked anything.
         probe = read_bundle(self._candidate(request, [], 0, None), self.policy.input_limits)
-        return probe if isinstance(probe, Rejection) else request
+        if isinstance(probe, Rejection):
+            return probe
+        counter = get_token_counter(self.policy.token_encoding)
+        question = checked_question(probe.user_question, self.policy, counter)
+        if isinstance(question, tuple):
+            return Rejection(*question, probe.request_id, probe.run_id)
+        return request
 
     def _principal(
         self, request: Mapping[str, Any], config: RunnableConfig
@@ -303,25 +342,28 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
 
     # -- the search -----------------------------------------------------------------------
 
-    def _search(self, question: str, kwargs: dict[str, Any], config: RunnableConfig) -> Hits:
+    def _search(self, question: str, kwargs: dict[str, Any]) -> object:
         target = self._target
         if isinstance(target, VectorStore):
             return target.similarity_search_with_score(question, k=self.rows_to_fetch, **kwargs)
         if isinstance(target, BaseRetriever):
-            return self._scored(target.invoke(question, config))
+            return self._scored(contextvars.copy_context().run(_untraced, target, question))
         raise TypeError("the front was built without a source")
 
-    async def _asearch(self, question: str, kwargs: dict[str, Any], config: RunnableConfig) -> Hits:
+    async def _asearch(self, question: str, kwargs: dict[str, Any]) -> object:
         target = self._target
         if isinstance(target, VectorStore):
             return await target.asimilarity_search_with_score(
                 question, k=self.rows_to_fetch, **kwargs
             )
         if isinstance(target, BaseRetriever):
-            return self._scored(await target.ainvoke(question, config))
+            # A task runs in a copy of the context: untracing it changes nothing outside.
+            return self._scored(await asyncio.create_task(_auntraced(target, question)))
         raise TypeError("the front was built without a source")
 
-    def _scored(self, documents: list[Document]) -> Hits:
+    def _scored(self, documents: object) -> Hits:
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise TypeError("the retriever did not return a list of Documents")
         key = self.score_key or ""
         return [(doc, doc.metadata.get(key, math.nan)) for doc in documents]
 
@@ -344,13 +386,12 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     def _bundle(
         self,
         request: dict[str, Any],
-        principal: Principal | None,
+        admits: _Admits | None,
         hits: Hits,
         started: float,
     ) -> RetrievalBundle | Rejection:
         rows: list[dict[str, object]] = []
         denied = 0
-        admits = self.access.checker(principal) if self.access and principal else None
         for document, raw in hits:
             if admits is not None and not admits(document.metadata):
                 denied += 1
@@ -372,8 +413,13 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         return read_bundle(candidate, self.policy.input_limits)
 
     def _similarity(self, raw: object) -> float:
-        if self._relevance is not None and isinstance(raw, int | float):
-            raw = self._relevance(float(raw))
+        if self._relevance is not None:
+            if not _is_number(raw):
+                return math.nan
+            try:
+                raw = self._relevance(float(raw))  # type: ignore[arg-type]
+            except ArithmeticError:
+                return math.nan
         return self.normalization.apply(raw)
 
     def _candidate(
@@ -395,3 +441,42 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
             "score_normalization": self.normalization.name,
             "access_denied_count": denied,
         }
+
+
+def _checked_hits(hits: object) -> Hits:
+    """The store's answer as (Document, raw score) pairs, or TypeError: RETRIEVAL_FAILED."""
+    if not isinstance(hits, list) or not all(
+        isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[0], Document) for hit in hits
+    ):
+        raise TypeError("the store did not return (Document, score) pairs")
+    return hits
+
+
+def _untraced(retriever: BaseRetriever, question: str) -> list[Document]:
+    """The retriever's own search, with no run, callback or tracer to see its documents.
+
+    ``retriever.invoke`` would report every document it found, denied ones included, to
+    the caller's callbacks, to LangSmith when tracing is on, and to ``astream_events``.
+    This is ``invoke`` minus its run (``BaseRetriever`` calls the same method); tracing is
+    switched off for any retriever it calls in turn. Run it in a copied context.
+    """
+    tracing_v2_callback_var.set(None)
+    with tracing_context(enabled=False):
+        if retriever._new_arg_supported:
+            noop = CallbackManagerForRetrieverRun.get_noop_manager()
+            return retriever._get_relevant_documents(question, run_manager=noop)
+        return retriever._get_relevant_documents(question)  # type: ignore[call-arg]
+
+
+async def _auntraced(retriever: BaseRetriever, question: str) -> list[Document]:
+    """Async twin of :func:`_untraced`; run it as a task (a copied context)."""
+    tracing_v2_callback_var.set(None)
+    with tracing_context(enabled=False):
+        if retriever._new_arg_supported:
+            noop = AsyncCallbackManagerForRetrieverRun.get_noop_manager()
+            return await retriever._aget_relevant_documents(question, run_manager=noop)
+        return await retriever._aget_relevant_documents(question)  # type: ignore[call-arg]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -73,9 +73,10 @@ def audit_rows(
         {
             **shared,
             **{key: _text(metadata.get(key)) for key in REQUESTER_KEYS},
-            # What actually ran beats what a server's metadata says ran.
-            "retrieval_strategy": summary["retrieval_strategy"]
-            or _text(metadata.get("retrieval_strategy")),
+            # A server's metadata is the server's word; the bundle's is the retriever's
+            # claim (a served bundle comes from the client), so it only fills a gap.
+            "retrieval_strategy": _text(metadata.get("retrieval_strategy"))
+            or summary["retrieval_strategy"],
             "score_normalization": summary["score_normalization"],
             "access_denied_count": summary["access_denied_count"],
             "top_k": trace.retrieval_top_k if trace else None,

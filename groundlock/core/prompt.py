@@ -30,7 +30,13 @@ from groundlock.prompts.template import PromptTemplate, load_template
 from groundlock.text.sanitize import safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
-__all__ = ["build_prompt", "check_outside_bundle", "failed_prompt", "policy_mismatch"]
+__all__ = [
+    "build_prompt",
+    "check_outside_bundle",
+    "checked_question",
+    "failed_prompt",
+    "policy_mismatch",
+]
 
 _SECTION_FIELD = {
     "system": "system_tokens",
@@ -72,25 +78,9 @@ def build_prompt(
             bundle, policy, template, status=status, reason=reason, message=bundle.message
         )
 
-    question = safe_normalize(bundle.user_question or "").text  # unique per request: not cached
-    if not question:
-        return _failed(
-            bundle,
-            policy,
-            template,
-            ReasonCode.INPUT_SCHEMA_INVALID,
-            "user_question: nothing visible remains after normalisation",
-        )
-    question_tokens = counter.count(question + "\n")
-    if question_tokens > policy.max_question_tokens:
-        return _failed(
-            bundle,
-            policy,
-            template,
-            ReasonCode.PROMPT_BUDGET_EXCEEDED,
-            f"user_question: {question_tokens} tokens exceed max_question_tokens "
-            f"({policy.max_question_tokens})",
-        )
+    question = checked_question(bundle.user_question or "", policy, counter)
+    if isinstance(question, tuple):
+        return _failed(bundle, policy, template, *question)
 
     values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
     # Everything but the evidence block is fixed for this request: count it once.
@@ -130,6 +120,38 @@ def build_prompt(
         pruned_chunk_count=pruned,
         bundle=bundle,
     )
+
+
+def checked_question(
+    user_question: str, policy: Policy, counter: TokenCounter
+) -> str | tuple[ReasonCode, str]:
+    r"""The question as the prompt will carry it, or the reason and message refusing it.
+
+    R3's question gates, which depend on nothing but the question: the retrieval front
+    runs them too, so a question R3 would refuse never costs a search.
+
+    >>> from groundlock.policies import load_policy
+    >>> from groundlock.text.tokens import get_token_counter
+    >>> policy = load_policy()
+    >>> checked_question("  Torque  of the\tpump bolts? ", policy, get_token_counter("cl100k_base"))
+    'Torque of the pump bolts?'
+    >>> checked_question("word " * 400, policy, get_token_counter("cl100k_base"))[1]
+    'user_question: 401 tokens exceed max_question_tokens (300)'
+    """
+    question = safe_normalize(user_question).text  # unique per request: not cached
+    if not question:
+        return (
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            "user_question: nothing visible remains after normalisation",
+        )
+    question_tokens = counter.count(question + "\n")
+    if question_tokens > policy.max_question_tokens:
+        return (
+            ReasonCode.PROMPT_BUDGET_EXCEEDED,
+            f"user_question: {question_tokens} tokens exceed max_question_tokens "
+            f"({policy.max_question_tokens})",
+        )
+    return question
 
 
 def policy_mismatch(bundle: AnswerBundle, policy: Policy) -> str | None:

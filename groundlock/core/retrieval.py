@@ -19,11 +19,12 @@ A vector store answers with documents, raw scores and metadata. Before any of it
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Self
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from groundlock._frozen import FrozenModel
 from groundlock.contracts._fields import Identifier
@@ -52,7 +53,7 @@ ROW_FIELDS = (
 )
 """The row fields that metadata can fill; ``fields`` maps each to a metadata key."""
 
-_Values = Annotated[tuple[StrictStr, ...], Field(min_length=1)]
+_Values = Annotated[tuple[Identifier, ...], Field(min_length=1)]
 
 
 def _as_tuples(value: object) -> object:
@@ -68,6 +69,8 @@ class Principal(FrozenModel):
     >>> Principal(principal_id="u-17", grants={"business_unit": "MARINE"}).grants
     {'business_unit': ('MARINE',)}
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", revalidate_instances="always")
 
     principal_id: Identifier
     """Who the principal is, for logs; access is decided by ``grants`` alone."""
@@ -157,11 +160,11 @@ class AccessPolicy(FrozenModel):
         A granted level the policy does not list grants nothing (the front refuses such a
         principal before it gets here; :meth:`grant_problem`).
         """
-        unordered = [(name, frozenset(principal.grants.get(name, ()))) for name in self.attributes]
+        unordered = [(name, frozenset(_granted(principal, name))) for name in self.attributes]
         ordered = []
         for name, order in self.levels.items():
             rank = {level: index for index, level in enumerate(order)}
-            known = [rank[level] for level in principal.grants.get(name, ()) if level in rank]
+            known = [rank[level] for level in _granted(principal, name) if level in rank]
             ordered.append((name, rank, max(known, default=-1)))
 
         def admits(metadata: Mapping[str, object]) -> bool:
@@ -170,8 +173,8 @@ class AccessPolicy(FrozenModel):
                 values = (value,) if isinstance(value, str) else value
                 if not isinstance(values, list | tuple) or not values:
                     return False
-                if not all(isinstance(v, str) for v in values):
-                    return False
+                if not all(isinstance(v, str) and v.strip() for v in values):
+                    return False  # a blank tag is no tag
                 if WILDCARD not in granted and granted.isdisjoint(values):
                     return False
             for name, rank, ceiling in ordered:
@@ -181,6 +184,13 @@ class AccessPolicy(FrozenModel):
             return True
 
         return admits
+
+
+def _granted(principal: Principal, name: str) -> tuple[str, ...]:
+    # A principal built without validation (model_construct) may hold a bare string, which
+    # would otherwise be read character by character ("ADMIN*" granting "*").
+    values = principal.grants.get(name, ())
+    return (values,) if isinstance(values, str) else tuple(values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,10 +214,20 @@ class ScoreNormalization:
     """Apply the vector store's own relevance function to its raw score first."""
 
     def apply(self, raw: object) -> float:
-        """The similarity for ``raw`` (NaN when there is none: R2 then refuses the request)."""
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        """The similarity for ``raw`` (NaN when there is none: R2 then refuses the request).
+
+        Any real number is a raw score (numpy's ``float32`` from FAISS included); a bool,
+        a string or None is not.
+        """
+        if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
             return math.nan
-        value = float(self.raw_to_similarity(float(raw)))
+        raw = float(raw)
+        if not math.isfinite(raw):
+            return math.nan
+        try:
+            value = float(self.raw_to_similarity(raw))
+        except ArithmeticError:  # an overflowing custom map: no similarity, not a crash
+            return math.nan
         return min(1.0, max(0.0, value)) if self.clip and math.isfinite(value) else value
 
 

@@ -521,7 +521,11 @@ class DeltaAuditStore:
         except TableNotFoundError:
             raise AuditUnavailable(f"the {row_type.table} table does not exist") from None
         columns = list(row_type.model_fields)
-        sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
+        # A table from an older groundlock, not yet upgraded by a writer, lacks the newer
+        # (nullable) columns: they read as null, so a read-only auditor can still read it.
+        present = {field.name for field in table.schema().fields}
+        selected = [name if name in present else f"NULL AS {name}" for name in columns]
+        sql = f"SELECT {', '.join(selected)} FROM t"  # noqa: S608  (column names are ours)
         if where:
             sql += f" WHERE {where}"
         sql += f" ORDER BY {order_by}"

@@ -538,6 +538,20 @@ _GRANTS = st.fixed_dictionaries(
 )
 
 
+def _oracle(metadata: dict[str, Any], grants: dict[str, Any]) -> bool:
+    """ACCESS's rule for these tags, written out independently of AccessPolicy."""
+    unit = metadata.get("business_unit")
+    units = [unit] if isinstance(unit, str) else unit
+    if not isinstance(units, list) or not units or not all(isinstance(u, str) for u in units):
+        return False
+    granted = grants.get("business_unit", [])
+    if "*" not in granted and not any(u in granted for u in units):
+        return False
+    order = ["PUBLIC", "INTERNAL", "CONFIDENTIAL"]
+    level, clearance = metadata.get("sensitivity_level"), grants.get("sensitivity_level")
+    return level in order and clearance in order and order.index(level) <= order.index(clearance)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     tags=st.lists(_TAGS, max_size=12),
@@ -555,7 +569,7 @@ def test_a_bundle_holds_exactly_the_best_admitted_rows_and_nothing_denied(
     front = _front(FixedScoreStore(corpus), access=ACCESS, top_k=top_k, fetch_k=fetch_k)
     bundle = _bundle(front.invoke(QUESTION, _as(principal)))
     fetched = corpus[: max(fetch_k, top_k)]
-    admitted = [d.id for d, _ in fetched if ACCESS.admits(d.metadata, principal)]
+    admitted = [d.id for d, _ in fetched if _oracle(d.metadata, grants)]
     assert [row.chunk_id for row in bundle.results] == admitted[:top_k]
     assert [row.rank for row in bundle.results] == list(range(len(bundle.results)))
     assert bundle.access_denied_count == len(fetched) - len(admitted)
@@ -578,3 +592,130 @@ def test_front_piped_into_the_chain_is_one_grounded_answer_chain() -> None:
     assert names[:3] == ["groundlock.grounded_answer", "R1.RetrievalFront", "R2.AssembleEvidence"]
     assert runs.runs[0][1]["request_id"] == "r-1"
     assert isinstance(front | (lambda bundle: bundle), RunnableSequence)
+
+
+# -- found in review ------------------------------------------------------------------------
+
+
+class Everything(BaseCallbackHandler):
+    """Everything any run reports: retriever results, chain inputs and outputs."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def on_retriever_end(self, documents: Any, **kwargs: Any) -> None:
+        self.seen.append(repr(documents))
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.seen.append(repr(inputs))
+
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
+        self.seen.append(repr(outputs))
+
+
+async def test_a_retrievers_denied_documents_reach_no_callback_or_event_stream() -> None:
+    line = "The case drain filter is replaced every {} hours."
+    documents = [
+        doc("r-secret", "CANARY-DENIED " + line.format(100), score=0.95, business_unit="RAIL"),
+        doc("r-ok", line.format(500), score=0.9, business_unit="MARINE"),
+    ]
+    access = AccessPolicy(attributes=("business_unit",))
+    front = _front(
+        ScoredRetriever(documents=documents), score_key="score", access=access,
+        normalization="unit_interval",
+    )  # fmt: skip
+    chain = front | grounded_answer_chain()
+    principal = {"principal_id": "t", "grants": {"business_unit": "MARINE"}}
+    handler = Everything()
+    response = chain.invoke(QUESTION, {**_as(principal), "callbacks": [handler]})
+    assert response.status is GenerationStatus.OK
+    assert handler.seen
+    assert "CANARY-DENIED" not in "".join(handler.seen)
+    events = [repr(e) async for e in chain.astream_events(QUESTION, _as(principal))]
+    assert any("r-ok" in e for e in events)
+    assert "CANARY-DENIED" not in "".join(events)
+    assert "r-secret" not in "".join(events)
+
+
+def test_numpy_scores_are_scores() -> None:
+    np = pytest.importorskip("numpy")
+    store = FixedScoreStore([(doc("c0"), np.float32(0.25)), (doc("c1"), np.int64(0))])
+    bundle = _bundle(_front(store, normalization="unit_interval").invoke(QUESTION))
+    assert [row.similarity_score for row in bundle.results] == [0.25, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("front_options", "raw"),
+    [
+        ({"normalization": "relevance"}, True),
+        ({"normalization": ScoreNormalization("exp_v1", lambda raw: math.exp(-raw))}, -5000.0),
+    ],
+)
+def test_odd_scores_fail_as_similarity_integrity(front_options: dict[str, Any], raw: Any) -> None:
+    store = FixedScoreStore([(doc("c0"), raw)], relevance=lambda d: 1 - d / 4)
+    response = (_front(store, **front_options) | grounded_answer_chain()).invoke(QUESTION)
+    assert response.failure_reason is ReasonCode.SIMILARITY_INTEGRITY
+
+
+@pytest.mark.parametrize(
+    "answer", [[("not a document", 0.9)], [doc("c0")], None, [(doc("c0"), 0.9, "extra")]]
+)
+def test_a_store_answering_nonsense_is_a_retrieval_failure(answer: Any) -> None:
+    class Nonsense(FixedScoreStore):
+        def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> Any:
+            return answer
+
+    response = (_front(Nonsense([])) | grounded_answer_chain()).invoke(QUESTION)
+    assert response.failure_reason is ReasonCode.RETRIEVAL_FAILED
+
+
+def test_a_question_over_the_token_budget_is_refused_before_the_search() -> None:
+    store = FixedScoreStore([(doc("c0"), 0.9)])
+    response = (_front(store) | grounded_answer_chain()).invoke("word " * 400)
+    assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
+    assert store.searches == []
+
+
+def test_piped_into_a_chain_the_front_gates_with_the_chains_policy() -> None:
+    from tests.builders import policy_with  # noqa: PLC0415
+
+    strict = policy_with(policy_version="STRICT_QUESTIONS_V1", max_question_tokens=8)
+    store = FixedScoreStore([(doc("c0"), 0.9)])
+    chain = _front(store) | grounded_answer_chain(policy=strict)
+    response = chain.invoke("How often is the case drain filter of the pump replaced, and why?")
+    assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
+    assert store.searches == []
+    assert chain.first.policy.policy_version == "STRICT_QUESTIONS_V1"
+
+
+def test_a_pushed_filter_may_not_replace_a_base_filter() -> None:
+    store = FixedScoreStore(_tagged_corpus())
+    tenant = {"filter": lambda d: d.id != "c-ok-1"}
+    front = _front(
+        store.as_retriever(search_kwargs=tenant), access=ACCESS,
+        search_filter=lambda principal: {"filter": lambda d: True},
+    )  # fmt: skip
+    response = (front | grounded_answer_chain()).invoke(QUESTION, _as(TECHNICIAN))
+    assert response.failure_reason is ReasonCode.INTERNAL_ERROR
+    assert store.searches == []
+
+
+def test_blank_tags_are_no_tags_even_for_a_wildcard() -> None:
+    auditor = Principal(
+        principal_id="a", grants={"business_unit": "*", "sensitivity_level": "PUBLIC"}
+    )
+    for blank in ("", "   ", [" "], ["MARINE", ""]):
+        assert not ACCESS.admits({"business_unit": blank, "sensitivity_level": "PUBLIC"}, auditor)
+    with pytest.raises(ValueError, match="characters"):
+        Principal(principal_id="a", grants={"business_unit": ""})
+
+
+def test_an_unvalidated_principal_is_validated_before_it_grants_anything() -> None:
+    units = AccessPolicy(attributes=("business_unit",))
+    forged = Principal.model_construct(principal_id="x", grants={"business_unit": "ADMIN*"})
+    assert not units.admits({"business_unit": "FINANCE"}, forged)  # not "A", "D", ..., "*"
+    store = FixedScoreStore(_tagged_corpus())
+    front = _front(store, access=units, top_k=6)
+    bundle = _bundle(front.invoke(QUESTION, _as(forged)))
+    assert bundle.results == ()
+    assert bundle.access_denied_count == 6

@@ -377,3 +377,42 @@ def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) ->
     assert rows["new"].status == "OK"
     columns = {f.name for f in DeltaTable(str(root / "queries")).schema().fields}
     assert new_columns <= columns
+
+
+def test_a_table_from_before_new_columns_reads_before_any_writer_upgrades_it(
+    tmp_path: Path,
+) -> None:
+    from arro3.core import Schema, Table  # noqa: PLC0415
+
+    from groundlock.stores.rows import to_arrow  # noqa: PLC0415
+
+    current = to_arrow(QueryRow, [query_row(request_id="old", run_id="old")])
+    keep = [
+        i
+        for i in range(current.num_columns)
+        if current.schema.field(i).name not in {"score_normalization", "access_denied_count"}
+    ]
+    old = Table.from_arrays(
+        [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
+    )
+    queries = str(tmp_path / "audit" / "queries")
+    DeltaTable.create(queries, old.schema, configuration={"delta.appendOnly": "true"})
+    deltalake.write_deltalake(queries, old, mode="append")
+    store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+    try:
+        (row,) = store.select(QueryRow)
+    finally:
+        store.close()
+    assert (row.request_id, row.score_normalization, row.access_denied_count) == ("old", None, None)
+    assert len(DeltaTable(queries).schema().fields) == len(keep)  # reading changed nothing
+
+
+def test_the_servers_retrieval_strategy_outranks_the_bundles_claim(
+    store: DeltaAuditStore,
+) -> None:
+    chain = grounded_answer_chain(store=store)
+    claimed = make_bundle(request_id="claimed", retrieval_strategy="vector_store:Claimed")
+    chain.invoke(claimed, {"metadata": {"retrieval_strategy": "server-hybrid-v3"}})
+    chain.invoke({**claimed, "request_id": "unclaimed-by-server"})
+    rows = {row.request_id: row.retrieval_strategy for row in _rows(store, QueryRow)}
+    assert rows == {"claimed": "server-hybrid-v3", "unclaimed-by-server": "vector_store:Claimed"}
