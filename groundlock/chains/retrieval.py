@@ -33,7 +33,8 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.tracers.context import tracing_v2_callback_var
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from langsmith import tracing_context
 from pydantic import (
@@ -203,6 +204,12 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
                 front = self.model_copy(update={"policy": first.policy})
             return GroundedAnswerChain(front, *other.steps, name=other.name)
         return super().__or__(other)
+
+    @override
+    def pipe(self, *others: Any, name: str | None = None) -> RunnableSerializable[Any, Any]:
+        if len(others) == 1 and name is None and isinstance(others[0], GroundedAnswerChain):
+            return self | others[0]
+        return super().pipe(*others, name=name)
 
     @property
     def rows_to_fetch(self) -> int:
@@ -452,15 +459,31 @@ def _checked_hits(hits: object) -> Hits:
     return hits
 
 
+def _unobserved() -> None:
+    """Leave the current (copied) context with nothing that could observe a run.
+
+    Three ways a run started inside a retriever would still be reported: the parent's
+    config that ``ensure_config`` picks up for a nested ``invoke()`` with no config (it
+    carries the caller's handlers, a tracer, an event stream), the configure hooks
+    (``collect_runs``, usage callbacks), and LangSmith tracing. Handlers attached to a
+    hook only through an environment variable by a third-party integration are beyond
+    reach; groundlock registers none.
+    """
+    var_child_runnable_config.set(None)
+    tracing_v2_callback_var.set(None)
+    for hook, *_ in _configure_hooks:
+        hook.set(None)
+
+
 def _untraced(retriever: BaseRetriever, question: str) -> list[Document]:
     """The retriever's own search, with no run, callback or tracer to see its documents.
 
     ``retriever.invoke`` would report every document it found, denied ones included, to
     the caller's callbacks, to LangSmith when tracing is on, and to ``astream_events``.
-    This is ``invoke`` minus its run (``BaseRetriever`` calls the same method); tracing is
-    switched off for any retriever it calls in turn. Run it in a copied context.
+    This is ``invoke`` minus its run (``BaseRetriever`` calls the same method), in a
+    context where nothing observes what it calls in turn. Run it in a copied context.
     """
-    tracing_v2_callback_var.set(None)
+    _unobserved()
     with tracing_context(enabled=False):
         if retriever._new_arg_supported:
             noop = CallbackManagerForRetrieverRun.get_noop_manager()
@@ -470,7 +493,7 @@ def _untraced(retriever: BaseRetriever, question: str) -> list[Document]:
 
 async def _auntraced(retriever: BaseRetriever, question: str) -> list[Document]:
     """Async twin of :func:`_untraced`; run it as a task (a copied context)."""
-    tracing_v2_callback_var.set(None)
+    _unobserved()
     with tracing_context(enabled=False):
         if retriever._new_arg_supported:
             noop = AsyncCallbackManagerForRetrieverRun.get_noop_manager()

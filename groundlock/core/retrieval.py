@@ -18,13 +18,22 @@ A vector store answers with documents, raw scores and metadata. Before any of it
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Self
 
-from pydantic import ConfigDict, Field, StrictStr, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from groundlock._frozen import FrozenModel
 from groundlock.contracts._fields import Identifier
@@ -54,6 +63,7 @@ ROW_FIELDS = (
 """The row fields that metadata can fill; ``fields`` maps each to a metadata key."""
 
 _Values = Annotated[tuple[Identifier, ...], Field(min_length=1)]
+_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 
 
 def _as_tuples(value: object) -> object:
@@ -173,10 +183,13 @@ class AccessPolicy(FrozenModel):
                 values = (value,) if isinstance(value, str) else value
                 if not isinstance(values, list | tuple) or not values:
                     return False
-                if not all(isinstance(v, str) and v.strip() for v in values):
-                    return False  # a blank tag is no tag
-                if WILDCARD not in granted and granted.isdisjoint(values):
+                if not all(isinstance(v, str) for v in values):
                     return False
+                if WILDCARD not in granted:
+                    if granted.isdisjoint(values):  # grants are identifiers: tags must match
+                        return False
+                elif not all(map(_is_tag, values)):
+                    return False  # a blank or invisible tag is no tag
             for name, rank, ceiling in ordered:
                 value = metadata.get(name)
                 if not isinstance(value, str) or rank.get(value, ceiling + 1) > ceiling:
@@ -184,6 +197,16 @@ class AccessPolicy(FrozenModel):
             return True
 
         return admits
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_tag(value: str) -> bool:
+    """Whether ``value`` is a tag a grant could name (an identifier: visible, one line)."""
+    try:
+        _IDENTIFIER.validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def _granted(principal: Principal, name: str) -> tuple[str, ...]:
@@ -221,12 +244,12 @@ class ScoreNormalization:
         """
         if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
             return math.nan
-        raw = float(raw)
-        if not math.isfinite(raw):
-            return math.nan
         try:
+            raw = float(raw)
+            if not math.isfinite(raw):
+                return math.nan
             value = float(self.raw_to_similarity(raw))
-        except ArithmeticError:  # an overflowing custom map: no similarity, not a crash
+        except (ArithmeticError, ValueError):  # an overflow, a math domain error
             return math.nan
         return min(1.0, max(0.0, value)) if self.clip and math.isfinite(value) else value
 

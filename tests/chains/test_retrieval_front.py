@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSequence
+from langchain_core.tracers.context import collect_runs
 
 from groundlock import (
     AccessPolicy,
@@ -719,3 +721,74 @@ def test_an_unvalidated_principal_is_validated_before_it_grants_anything() -> No
     bundle = _bundle(front.invoke(QUESTION, _as(forged)))
     assert bundle.results == ()
     assert bundle.access_denied_count == 6
+
+
+class Wrapper(BaseRetriever):
+    """A retriever calling another with no config, as custom retrievers often do."""
+
+    inner: BaseRetriever
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.inner.invoke(query)
+
+
+async def test_a_nested_retrievers_denied_documents_reach_no_observer() -> None:
+    line = "The case drain filter is replaced every {} hours."
+    documents = [
+        doc("r-secret", "CANARY-DENIED " + line.format(100), score=0.95, business_unit="RAIL"),
+        doc("r-ok", line.format(500), score=0.9, business_unit="MARINE"),
+    ]
+    front = _front(
+        Wrapper(inner=ScoredRetriever(documents=documents)), score_key="score",
+        access=AccessPolicy(attributes=("business_unit",)), normalization="unit_interval",
+    )  # fmt: skip
+    chain = front | grounded_answer_chain()
+    config = _as({"principal_id": "t", "grants": {"business_unit": "MARINE"}})
+    handler = Everything()
+    with collect_runs() as collected:
+        response = chain.invoke(QUESTION, {**config, "callbacks": [handler]})
+        await chain.ainvoke(QUESTION, {**config, "callbacks": [handler]})
+    assert response.status is GenerationStatus.OK
+    events = [repr(e) async for e in chain.astream_events(QUESTION, config)]
+    seen = "".join(handler.seen) + "".join(events) + repr(collected.traced_runs)
+    assert "r-ok" in seen
+    assert "CANARY-DENIED" not in seen
+
+
+@pytest.mark.parametrize(
+    ("normalization", "raw"),
+    [
+        ("unit_interval", 10**400),  # an int too large for a float
+        (ScoreNormalization("neg_log_v1", lambda raw: -math.log(raw)), 0.0),  # domain error
+    ],
+    ids=["huge-int", "log-domain-error"],
+)
+def test_scores_that_break_the_arithmetic_fail_as_similarity_integrity(
+    normalization: Any, raw: Any
+) -> None:
+    store = FixedScoreStore([(doc("c0"), raw)])
+    response = (_front(store, normalization=normalization) | grounded_answer_chain()).invoke(
+        QUESTION
+    )
+    assert response.failure_reason is ReasonCode.SIMILARITY_INTEGRITY
+
+
+def test_invisible_tags_are_no_tags_for_a_wildcard() -> None:
+    units = AccessPolicy(attributes=("business_unit",))
+    anyone = Principal(principal_id="a", grants={"business_unit": "*"})
+    for invisible in ("\u200b", "\ufeff", "\u2060", "\x00", "MARINE\u200b", "a|b"):
+        assert not units.admits({"business_unit": invisible}, anyone)
+    assert units.admits({"business_unit": "MARINE"}, anyone)
+
+
+def test_pipe_adopts_the_chains_policy_like_the_operator() -> None:
+    from tests.builders import policy_with  # noqa: PLC0415
+
+    strict = policy_with(policy_version="STRICT_QUESTIONS_V1", max_question_tokens=8)
+    store = FixedScoreStore([(doc("c0"), 0.9)])
+    chain = _front(store).pipe(grounded_answer_chain(policy=strict))
+    response = chain.invoke("How often is the case drain filter of the pump replaced, and why?")
+    assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
+    assert store.searches == []
