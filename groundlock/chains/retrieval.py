@@ -24,7 +24,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias, TypeGuard
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -225,13 +225,12 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         plan = self._plan(stage_input, config)
         if isinstance(plan, Rejection):
             return plan
-        request, admits, kwargs = plan
         started = time.perf_counter()
         try:
-            hits = _checked_hits(self._search(request["user_question"], kwargs))
+            found: object = self._search(plan[0]["user_question"], plan[2])
         except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
-            return self._retriever_failed(request, exc)
-        return self._bundle(request, admits, hits, started)
+            found = exc
+        return self._outcome(plan, found, started)
 
     @override
     async def _arun(
@@ -240,13 +239,23 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         plan = self._plan(stage_input, config)
         if isinstance(plan, Rejection):
             return plan
-        request, admits, kwargs = plan
         started = time.perf_counter()
         try:
-            hits = _checked_hits(await self._asearch(request["user_question"], kwargs))
+            found: object = await self._asearch(plan[0]["user_question"], plan[2])
         except Exception as exc:  # noqa: BLE001  (a store may fail any way; fail closed)
-            return self._retriever_failed(request, exc)
-        return self._bundle(request, admits, hits, started)
+            found = exc
+        return self._outcome(plan, found, started)
+
+    def _outcome(self, plan: _Plan, found: object, started: float) -> RetrievalBundle | Rejection:
+        """What the search ``found`` (its answer, or what it raised) becomes, sync or async."""
+        request, admits, _ = plan
+        if isinstance(found, Exception):
+            return self._retriever_failed(request, found)
+        if not _are_hits(found):
+            return self._retriever_failed(
+                request, TypeError("the store did not return (Document, score) pairs")
+            )
+        return self._bundle(request, admits, found, started)
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Rejection:
@@ -450,13 +459,11 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         }
 
 
-def _checked_hits(hits: object) -> Hits:
-    """The store's answer as (Document, raw score) pairs, or TypeError: RETRIEVAL_FAILED."""
-    if not isinstance(hits, list) or not all(
-        isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[0], Document) for hit in hits
-    ):
-        raise TypeError("the store did not return (Document, score) pairs")
-    return hits
+def _are_hits(found: object) -> TypeGuard[Hits]:
+    """Whether the store answered with (Document, raw score) pairs, as the API promises."""
+    return isinstance(found, list) and all(
+        isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[0], Document) for hit in found
+    )
 
 
 def _unobserved() -> None:
