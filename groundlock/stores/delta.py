@@ -251,12 +251,19 @@ class DeltaAuditStore:
         claim = hashlib.sha256(self.uri.encode()).hexdigest() + "\n"
         try:
             self.spool_dir.mkdir(parents=True, exist_ok=True)
-            try:
-                with marker.open("x", encoding="ascii") as handle:
-                    handle.write(claim)
-            except FileExistsError:
-                if marker.read_text(encoding="ascii") != claim:
-                    return "the audit spool directory belongs to another store"
+            if not marker.exists():
+                # Written whole, then linked into place: a process starting at the same
+                # moment never reads a marker that exists but is still empty.
+                draft = self.spool_dir / f".STORE.{os.getpid()}.{threading.get_ident()}"
+                draft.write_text(claim, encoding="ascii")
+                try:
+                    os.link(draft, marker)
+                except FileExistsError:
+                    pass  # another process claimed it first; its claim is read below
+                finally:
+                    draft.unlink(missing_ok=True)
+            if marker.read_text(encoding="ascii") != claim:
+                return "the audit spool directory belongs to another store"
         except OSError as exc:
             return f"the audit spool cannot be created ({_kind(exc)})"
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -255,3 +256,28 @@ def test_the_store_heals_when_its_spool_directory_comes_back(
     store.record(*_rows("after"))  # a new writer in a new directory
     store.close()
     assert sorted(r.request_id or "" for r in store.select(ValidationRow)) == ["after", "before"]
+
+
+def _claim(spool: str, audit: str, start: Any, results: Any) -> None:
+    store = DeltaAuditStore(audit, spool_dir=spool)
+    start.wait()
+    results.put(store._spool_problem())
+
+
+def test_processes_claiming_a_new_spool_at_once_all_agree(tmp_path: Path) -> None:
+    # Several workers of one store start together: none may read the ownership marker
+    # while another is still writing it (it once did, about one start in eight).
+    context = multiprocessing.get_context("fork")
+    for trial in range(15):
+        spool = tmp_path / f"spool-{trial}"
+        start, results = context.Barrier(6), context.Queue()
+        workers = [
+            context.Process(target=_claim, args=(str(spool), str(tmp_path / "a"), start, results))
+            for _ in range(6)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [results.get(timeout=10) for _ in workers] == [None] * 6
+        assert sorted(p.name for p in spool.iterdir()) == ["STORE"]  # no draft left behind
