@@ -65,6 +65,8 @@ from groundlock.stores.spool import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from arro3.core import Field as ArrowField
+    from arro3.core import Schema
     from deltalake import DeltaTable
 
 __all__ = ["TABLES", "AuditUnavailable", "DeltaAuditStore", "SpoolEntry", "sql_text"]
@@ -619,6 +621,10 @@ def _report_other_outcome(key: tuple[str, str]) -> None:
     )
 
 
+def _fields(schema: Schema) -> list[ArrowField]:
+    return [schema.field(i) for i in range(len(schema))]
+
+
 def _add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
     """Upgrade a table an older groundlock created: add the nullable columns it lacks.
 
@@ -629,10 +635,8 @@ def _add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
     """
     from deltalake.schema import Field  # noqa: PLC0415  (never imported before a fork)
 
-    expected = arrow_schema(row_type)
-    actual = table.schema().to_arrow()
-    want = {f.name: f for f in map(expected.field, range(len(expected)))}
-    have = [actual.field(i) for i in range(len(actual))]
+    want = {f.name: f for f in _fields(arrow_schema(row_type))}
+    have = _fields(table.schema().to_arrow())
     if any(f.name not in want or str(f.type) != str(want[f.name].type) for f in have):
         return False
     names = {f.name for f in have}
@@ -645,10 +649,8 @@ def _add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
 
 
 def _schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:
-    expected = arrow_schema(row_type)
-    actual = table.schema().to_arrow()
-    want = [(f.name, str(f.type), f.nullable) for f in map(expected.field, range(len(expected)))]
-    have = [(f.name, str(f.type), f.nullable) for f in map(actual.field, range(len(actual)))]
+    want = [(f.name, str(f.type), f.nullable) for f in _fields(arrow_schema(row_type))]
+    have = [(f.name, str(f.type), f.nullable) for f in _fields(table.schema().to_arrow())]
     if sorted(want) != sorted(have):
         return "has an incompatible schema"
     if table.metadata().configuration.get("delta.appendOnly") != "true":

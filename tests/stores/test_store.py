@@ -345,25 +345,36 @@ def test_two_writers_racing_on_one_key_leave_one_row(tmp_path: Path) -> None:
     second.close()
 
 
-def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) -> None:
-    # A queries table as groundlock wrote it before score_normalization and
-    # access_denied_count existed, holding one row.
+NEW_QUERY_COLUMNS = {"score_normalization", "access_denied_count"}
+
+
+def _queries_table_from_before_new_columns(root: Path) -> int:
+    """A queries table as groundlock wrote it before NEW_QUERY_COLUMNS, holding row "old".
+
+    Returns its column count.
+    """
     from arro3.core import Schema, Table  # noqa: PLC0415
 
     from groundlock.stores.rows import to_arrow  # noqa: PLC0415
 
-    new_columns = {"score_normalization", "access_denied_count"}
     current = to_arrow(QueryRow, [query_row(request_id="old", run_id="old")])
     keep = [
-        i for i in range(current.num_columns) if current.schema.field(i).name not in new_columns
+        i
+        for i in range(current.num_columns)
+        if current.schema.field(i).name not in NEW_QUERY_COLUMNS
     ]
     old = Table.from_arrays(
         [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
     )
-    root = tmp_path / "audit"
-    DeltaTable.create(str(root / "queries"), old.schema, configuration={"delta.appendOnly": "true"})
-    deltalake.write_deltalake(str(root / "queries"), old, mode="append")
+    queries = str(root / "queries")
+    DeltaTable.create(queries, old.schema, configuration={"delta.appendOnly": "true"})
+    deltalake.write_deltalake(queries, old, mode="append")
+    return len(keep)
 
+
+def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) -> None:
+    root = tmp_path / "audit"
+    _queries_table_from_before_new_columns(root)
     store = DeltaAuditStore(root, flush_interval_seconds=30)
     try:
         response = grounded_answer_chain(store=store).invoke(make_bundle(request_id="new"))
@@ -376,35 +387,22 @@ def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) ->
     assert rows["old"].score_normalization is None
     assert rows["new"].status == "OK"
     columns = {f.name for f in DeltaTable(str(root / "queries")).schema().fields}
-    assert new_columns <= columns
+    assert columns >= NEW_QUERY_COLUMNS
 
 
 def test_a_table_from_before_new_columns_reads_before_any_writer_upgrades_it(
     tmp_path: Path,
 ) -> None:
-    from arro3.core import Schema, Table  # noqa: PLC0415
-
-    from groundlock.stores.rows import to_arrow  # noqa: PLC0415
-
-    current = to_arrow(QueryRow, [query_row(request_id="old", run_id="old")])
-    keep = [
-        i
-        for i in range(current.num_columns)
-        if current.schema.field(i).name not in {"score_normalization", "access_denied_count"}
-    ]
-    old = Table.from_arrays(
-        [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
-    )
-    queries = str(tmp_path / "audit" / "queries")
-    DeltaTable.create(queries, old.schema, configuration={"delta.appendOnly": "true"})
-    deltalake.write_deltalake(queries, old, mode="append")
-    store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+    root = tmp_path / "audit"
+    old_columns = _queries_table_from_before_new_columns(root)
+    store = DeltaAuditStore(root, flush_interval_seconds=30)
     try:
         (row,) = store.select(QueryRow)
     finally:
         store.close()
     assert (row.request_id, row.score_normalization, row.access_denied_count) == ("old", None, None)
-    assert len(DeltaTable(queries).schema().fields) == len(keep)  # reading changed nothing
+    # Reading changed nothing.
+    assert len(DeltaTable(str(root / "queries")).schema().fields) == old_columns
 
 
 def test_the_servers_retrieval_strategy_outranks_the_bundles_claim(
