@@ -9,7 +9,6 @@ never the offending value: a similarity score or chunk text must not leak into a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -17,7 +16,6 @@ from typing import Annotated
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     Strict,
@@ -153,19 +151,41 @@ def _check_non_negative_finite(value: float) -> float:
 
 NonNegativeFinite = Annotated[float, Strict(), AfterValidator(_check_non_negative_finite)]
 
-_ISO_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
-def _parse_iso_date(value: object) -> object:
-    if isinstance(value, date) and not hasattr(value, "hour"):
-        return value
-    if isinstance(value, str) and _ISO_DATE_RE.fullmatch(value):
-        try:
-            return date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise PydanticCustomError("date_format", "must be a calendar date written YYYY-MM-DD")
+@dataclass(frozen=True, slots=True, eq=False)
+class _IsoDateSchema:
+    """``YYYY-MM-DD`` text or a ``date`` (never a ``datetime``), checked by pydantic-core.
+
+    A Python validator here was a call per row, about a sixth of reading a 20-row bundle.
+    The text must have the shape before it is parsed, so pydantic's lax date parsing
+    (timestamps, datetimes at midnight) never applies; a ``date`` object is taken in strict
+    mode, which refuses a ``datetime``. A test compares this with the rule written in Python.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: object, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        text = core_schema.chain_schema(
+            [core_schema.str_schema(strict=True, pattern=_ISO_DATE_TEXT), core_schema.date_schema()]
+        )
+        return core_schema.custom_error_schema(
+            core_schema.json_or_python_schema(
+                json_schema=text,
+                python_schema=core_schema.union_schema(
+                    [core_schema.date_schema(strict=True), text]
+                ),
+            ),
+            custom_error_type="date_format",
+            custom_error_message="must be a calendar date written YYYY-MM-DD",
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": "string", "format": "date"}
 
 
-IsoDate = Annotated[date, BeforeValidator(_parse_iso_date)]
+IsoDate = Annotated[date, _IsoDateSchema()]
 """A calendar date; only ``YYYY-MM-DD`` strings or ``date`` objects (never timestamps)."""

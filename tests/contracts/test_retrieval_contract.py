@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import OrderedDict
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from groundlock import FiltersApplied, RetrievalBundle, RetrievalRow
-from groundlock.contracts._fields import Identifier
+from groundlock.contracts._fields import Identifier, IsoDate
 from groundlock.text.sanitize import HIDDEN_CHARACTERS_PATTERN, WHITESPACE_CHARACTERS
 from tests.builders import make_bundle
 
@@ -126,6 +127,61 @@ def test_the_id_rule_agrees_with_the_sanitiser_on_every_code_point():
     assert disagreements == []
     assert (accepted(" a"), accepted("a "), accepted("a b")) == (False, False, True)
     assert (accepted("x" * 256), accepted("x" * 257)) == (True, False)
+
+
+class _CalendarDay(date):
+    """A ``date`` subclass that is not a datetime: a date all the same."""
+
+
+_DATE_CASES: list[object] = [
+    "2025-06-01", "0001-01-01", "9999-12-31", "2024-02-29", "2025-02-29", "2025-02-30",
+    "2025-13-01", "2025-00-10", "0000-01-01", "2025-6-1", "2025-06-01 ", " 2025-06-01",
+    "2025-06-01\n", "2025/06/01", "20250601", "+2025-06-01", "2025-06-01T00:00",
+    "2025-06-01T00:00:00Z", "2025-06-01 00:00:00", "1700000000", "\uff12\uff10\uff12\uff15-06-01",
+    "\u0662\u0660\u0662\u0665-06-01", "", "today", date(2025, 6, 1), _CalendarDay(2025, 6, 1),
+    datetime(2025, 6, 1), datetime(2025, 6, 1, tzinfo=UTC), 1700000000, 1.5, True, None,
+    b"2025-06-01", ["2025-06-01"],
+]  # fmt: skip
+
+
+def _python_date_rule(value: object) -> date | None:
+    """The rule as it was written in Python: a date that is not a datetime, or the text."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            return None
+    return None
+
+
+@pytest.mark.parametrize("value", _DATE_CASES)
+def test_the_date_rule_agrees_with_its_python_statement(value: object):
+    # The rule runs in pydantic-core; this is its reference, in Python and from JSON.
+    expected = _python_date_rule(value)
+    dates = TypeAdapter(IsoDate)
+    try:
+        parsed: date | None = dates.validate_python(value)
+    except ValidationError as exc:
+        assert exc.errors()[0]["type"] == "date_format"
+        parsed = None
+    assert parsed == expected  # a datetime never equals a date
+    if isinstance(value, str):
+        try:
+            from_json: date | None = dates.validate_json(json.dumps(value))
+        except ValidationError:
+            from_json = None
+        assert from_json == expected
+
+
+def test_a_dated_row_serialises_its_date_as_text():
+    row = RetrievalRow.model_validate(
+        {"chunk_id": "c", "knowledge_id": "K", "rank": 0, "similarity": 0.5,
+         "chunk_text": "Check the seal.", "event_date": date(2025, 6, 1)}
+    )  # fmt: skip
+    assert row.model_dump(mode="json")["event_date"] == "2025-06-01"
+    assert RetrievalRow.model_validate_json(row.model_dump_json()) == row
 
 
 @pytest.mark.parametrize("mapping", [dict, OrderedDict])
