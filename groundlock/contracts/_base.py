@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Unpack, override
 
-from groundlock._frozen import FrozenModel
+from groundlock._frozen import FROZEN_CONFIG, FrozenModel
 
 __all__ = ["CONTRACT_CONFIG", "Contract"]
 
-CONTRACT_CONFIG = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+CONTRACT_CONFIG = ConfigDict(**FROZEN_CONFIG, validate_default=True)
 """Every stage boundary is immutable and closed to unknown fields."""
 
 

@@ -9,10 +9,10 @@ that tried to build anything else would fail loudly instead of passing a half-bu
 from __future__ import annotations
 
 from datetime import date
-from functools import cached_property
 
 from pydantic import NonNegativeInt, field_validator
 
+from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
 from groundlock.contracts._fields import Identifier, SourceReference
 from groundlock.contracts.enums import AssemblyStatus

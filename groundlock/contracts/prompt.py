@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import NonNegativeInt
 
+from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import AssemblyStatus, BuildStatus

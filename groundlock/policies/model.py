@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from decimal import ROUND_FLOOR, Decimal
-from functools import cached_property
 from typing import Annotated, Literal, Self
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from groundlock._frozen import FrozenModel
+from groundlock._frozen import FrozenModel, cached_property
 
 __all__ = ["ExecutionLimits", "InputLimits", "Policy"]
 

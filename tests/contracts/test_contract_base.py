@@ -13,6 +13,7 @@ from groundlock import (
     LLMExecutionResult,
     PromptBuildResult,
 )
+from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
 from tests.builders import sample_bundle
 
@@ -100,3 +101,23 @@ def test_a_subclass_keeps_its_own_post_init_hook():
 
     Hooked(x=3)
     assert seen == [3]
+
+
+def test_a_cached_property_is_computed_once_per_instance_and_is_never_a_field():
+    calls: list[int] = []
+
+    class Doubled(Contract):
+        value: int
+
+        @cached_property
+        def doubled(self) -> int:
+            calls.append(self.value)
+            return 2 * self.value
+
+    first, second = Doubled(value=2), Doubled(value=3)
+    assert (first.doubled, first.doubled, second.doubled) == (4, 4, 6)
+    assert calls == [2, 3]
+    assert "doubled" not in Doubled.model_fields
+    assert first.model_dump() == {"value": 2}
+    assert Doubled.model_validate_json(first.model_dump_json()) == first
+    assert isinstance(Doubled.doubled, cached_property)
