@@ -161,12 +161,12 @@ def test_the_date_rule_agrees_with_its_python_statement(value: object):
     # The rule runs in pydantic-core; this is its reference, in Python and from JSON.
     expected = _python_date_rule(value)
     dates = TypeAdapter(IsoDate)
-    try:
-        parsed: date | None = dates.validate_python(value)
-    except ValidationError as exc:
-        assert exc.errors()[0]["type"] == "date_format"
-        parsed = None
-    assert parsed == expected  # a datetime never equals a date
+    if expected is None:
+        with pytest.raises(ValidationError) as caught:
+            dates.validate_python(value)
+        assert caught.value.errors()[0]["type"] == "date_format"
+    else:
+        assert dates.validate_python(value) == expected  # a datetime never equals a date
     if isinstance(value, str):
         try:
             from_json: date | None = dates.validate_json(json.dumps(value))
