@@ -84,11 +84,12 @@ def build_prompt(
 
     values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
     # Everything but the evidence block is fixed for this request: count it once.
-    fixed = _account(template, values, 0, policy, counter)
+    fixed = _section_counts(template, values, counter)
     pruned = 0
     while True:
-        tokens = fixed.model_copy(
-            update={"evidence_tokens": fixed.evidence_tokens + bundle.evidence_token_count}
+        tokens = PromptTokenAccount(
+            reserved_output_tokens=policy.reserved_output_tokens,
+            **{**fixed, "evidence_tokens": fixed["evidence_tokens"] + bundle.evidence_token_count},
         )
         if tokens.total_prompt_tokens <= policy.max_total_prompt_tokens:
             break
@@ -207,19 +208,19 @@ def failed_prompt(
     )
 
 
-def _account(
-    template: PromptTemplate,
-    values: dict[str, str],
-    evidence_tokens: int,
-    policy: Policy,
-    counter: TokenCounter,
-) -> PromptTokenAccount:
+def _section_counts(
+    template: PromptTemplate, values: dict[str, str], counter: TokenCounter
+) -> dict[str, int]:
+    """Tokens per section, by PromptTokenAccount field, with the evidence block left out.
+
+    The block's count is known exactly from R2 (re-tokenising it would cost ~0.5 ms), and
+    it is the only part that changes when PB4 prunes an entry.
+    """
     counts = dict.fromkeys(_SECTION_FIELD.values(), 0)
     for section, _role, placeholder, segment in template.segments(values):
-        # The block's count is known exactly from R2; re-tokenising it would cost ~0.5 ms.
-        is_block = placeholder == "evidence_block"
-        counts[_SECTION_FIELD[section]] += evidence_tokens if is_block else counter.count(segment)
-    return PromptTokenAccount(reserved_output_tokens=policy.reserved_output_tokens, **counts)
+        if placeholder != "evidence_block":
+            counts[_SECTION_FIELD[section]] += counter.count(segment)
+    return counts
 
 
 def _messages(template: PromptTemplate, values: dict[str, str]) -> tuple[PromptMessage, ...]:

@@ -329,8 +329,9 @@ class _Review:
         template_words = _words(self.text)
         if _repeats_template(template_words, self.policy.prompt_template):
             yield ReasonCode.METADATA_LEAK, "answer: repeats the prompt's own instructions"
-        # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
-        ids = {caseless(i) for e in self.entries.values() for i in (e.chunk_id, e.knowledge_id)}
+        # Ids compare caseless on both sides; each id is reduced once, not once a sentence
+        # (and, through the cache, once across the requests that retrieve its chunk).
+        ids = {_folded(i) for e in self.entries.values() for i in (e.chunk_id, e.knowledge_id)}
         for s in self.sentences:
             where = f"answer: sentence {s.number}"
             if _HEADER_SYNTAX_RE.search(s.folded):
@@ -482,8 +483,8 @@ def _mentions(said: str, token: str) -> bool:
     return _bounded_in(token, said, r"\w-")
 
 
-# Evidence texts recur across the sentences and checks of one answer (and across requests
-# that share chunks): fold and tokenise each once.
+# Evidence texts and ids recur across the sentences and checks of one answer (and across
+# requests that share chunks): fold and tokenise each once.
 @lru_cache(maxsize=1024)
 def _folded(text: str) -> str:
     return caseless(text)
