@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from groundlock import FiltersApplied, RetrievalBundle, RetrievalRow
 from groundlock.contracts._fields import Identifier, IsoDate
@@ -133,20 +133,26 @@ class _CalendarDay(date):
     """A ``date`` subclass that is not a datetime: a date all the same."""
 
 
+class _HourlyDay(date):
+    """A ``date`` subclass that claims an hour: refused, as a datetime is."""
+
+    hour = 0
+
+
 _DATE_CASES: list[object] = [
     "2025-06-01", "0001-01-01", "9999-12-31", "2024-02-29", "2025-02-29", "2025-02-30",
     "2025-13-01", "2025-00-10", "0000-01-01", "2025-6-1", "2025-06-01 ", " 2025-06-01",
     "2025-06-01\n", "2025/06/01", "20250601", "+2025-06-01", "2025-06-01T00:00",
     "2025-06-01T00:00:00Z", "2025-06-01 00:00:00", "1700000000", "\uff12\uff10\uff12\uff15-06-01",
     "\u0662\u0660\u0662\u0665-06-01", "", "today", date(2025, 6, 1), _CalendarDay(2025, 6, 1),
-    datetime(2025, 6, 1), datetime(2025, 6, 1, tzinfo=UTC), 1700000000, 1.5, True, None,
-    b"2025-06-01", ["2025-06-01"],
+    _HourlyDay(2025, 6, 1), datetime(2025, 6, 1), datetime(2025, 6, 1, tzinfo=UTC), 0,
+    1700000000, 1.5, True, None, b"2025-06-01", bytearray(b"2025-06-01"), ["2025-06-01"],
 ]  # fmt: skip
 
 
 def _python_date_rule(value: object) -> date | None:
-    """The rule as it was written in Python: a date that is not a datetime, or the text."""
-    if isinstance(value, date) and not isinstance(value, datetime):
+    """The rule as it was written in Python: a date without an hour, or the text."""
+    if isinstance(value, date) and not hasattr(value, "hour"):
         return value
     if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
         try:
@@ -156,20 +162,30 @@ def _python_date_rule(value: object) -> date | None:
     return None
 
 
+class _Dated(BaseModel):
+    day: IsoDate
+
+
+@pytest.mark.parametrize("strict", [None, True, False])
 @pytest.mark.parametrize("value", _DATE_CASES)
-def test_the_date_rule_agrees_with_its_python_statement(value: object):
-    # The rule runs in pydantic-core; this is its reference, in Python and from JSON.
+def test_the_date_rule_agrees_with_its_python_statement(
+    value: object,
+    strict: bool | None,  # noqa: FBT001  (a pytest parameter)
+):
+    # The rule runs in pydantic-core; this is its reference, in Python and from JSON, and
+    # whatever strict mode the caller asks for: no mode widens or narrows it.
     expected = _python_date_rule(value)
-    dates = TypeAdapter(IsoDate)
     if expected is None:
         with pytest.raises(ValidationError) as caught:
-            dates.validate_python(value)
-        assert caught.value.errors()[0]["type"] == "date_format"
+            _Dated.model_validate({"day": value}, strict=strict)
+        assert [error["type"] for error in caught.value.errors()] == ["date_format"]
     else:
-        assert dates.validate_python(value) == expected  # a datetime never equals a date
+        day = _Dated.model_validate({"day": value}, strict=strict).day
+        assert day == expected  # a datetime never equals a date
     if isinstance(value, str):
+        text = json.dumps({"day": value})
         try:
-            from_json: date | None = dates.validate_json(json.dumps(value))
+            from_json: date | None = _Dated.model_validate_json(text, strict=strict).day
         except ValidationError:
             from_json = None
         assert from_json == expected
