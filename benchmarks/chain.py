@@ -246,11 +246,23 @@ def throughput(requests: int, rounds: int) -> None:
         )
 
 
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low`` (a median needs one sample)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        return value
+
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=500)
-    parser.add_argument("--requests", type=int, default=1280)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=_at_least(10), default=500)
+    parser.add_argument("--requests", type=_at_least(1), default=1280)
+    parser.add_argument("--rounds", type=_at_least(1), default=3)
     args = parser.parse_args()
     latency(args.repeat)
     throughput(args.requests, args.rounds)
