@@ -153,13 +153,17 @@ def _rebuild(
         # The full answer is validated before anything leaves, so the request is the same
         # whether the chain is invoked or streamed (astream_events would otherwise stream).
         pins["disable_streaming"] = True
+    if "streaming" in fields:
+        # disable_streaming only steers LangChain's own choice; an integration whose
+        # _generate streams when streaming=True (ChatAnthropic does) would still hand every
+        # raw token of a not yet validated answer to on_llm_new_token handlers.
+        pins["streaming"] = False
     if "refusal_text" in fields:
         pins["refusal_text"] = policy.refusal_text
     if _is_openai_family(model):
         use_responses = _default_api(model)
         pins["use_responses_api"] = use_responses
         pins["output_version"] = "responses/v1" if use_responses else "v0"
-        pins["streaming"] = False
         if use_responses:
             pins["store"] = allow_provider_storage
     values = {**kept, **pins}

@@ -17,13 +17,17 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, TypeGuard, TypeVar
 
-from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager, CallbackManager
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import (
     ensure_config,
     get_async_callback_manager_for_config,
     get_callback_manager_for_config,
     patch_config,
+)
+from langchain_core.tracers._streaming import (  # the two marks LangChain checks itself
+    _StreamingCallbackHandler,
+    _V2StreamingCallbackHandler,
 )
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from typing_extensions import override
@@ -113,7 +117,7 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
                 return self._failed_by_bug(input, exc)
         config = self._traced(input, config)
-        run_manager = get_callback_manager_for_config(config).on_chain_start(
+        run_manager = _for_tracers(get_callback_manager_for_config(config)).on_chain_start(
             None,
             input,
             name=config.get("run_name") or self.get_name(),
@@ -139,7 +143,8 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
                 return self._failed_by_bug(input, exc)
         config = self._traced(input, config)
-        run_manager = await get_async_callback_manager_for_config(config).on_chain_start(
+        manager = _for_tracers(get_async_callback_manager_for_config(config))
+        run_manager = await manager.on_chain_start(
             None,
             input,
             name=config.get("run_name") or self.get_name(),
@@ -159,6 +164,27 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
         config = ensure_config(config)
         return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+
+
+ManagerT = TypeVar("ManagerT", bound=BaseCallbackManager)
+
+
+def _for_tracers(manager: ManagerT) -> ManagerT:
+    """``manager`` without the handlers that stream to an application's readers.
+
+    ``astream_events`` and ``astream_log`` (and their v3 successor) are how LangChain apps
+    stream to the people reading the answer, and they report every run: a stage's run
+    would hand them the retrieved evidence, the prompt and the model's answer before R5
+    has judged it, and the model's run its raw tokens. So those handlers see the chain's
+    own run only (the caller's input, then the validated response), never a stage or the
+    model inside one. Tracers, ``collect_runs``, LangSmith and any other handler still see
+    every stage with its metadata. ``manager`` is the stage's own copy: removing from it
+    changes no other run's handlers.
+    """
+    for handler in [*manager.handlers, *manager.inheritable_handlers]:
+        if isinstance(handler, _StreamingCallbackHandler | _V2StreamingCallbackHandler):
+            manager.remove_handler(handler)
+    return manager
 
 
 class QuietCallbackManager(CallbackManager):

@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableLambda
 
 from groundlock import GenerationStatus, ReasonCode, grounded_answer_chain, load_policy
+from groundlock.chains.answer import CHAIN_NAME
 from tests.builders import make_bundle, make_row
-from tests.fakes.chat import ScriptedChatModel
+from tests.fakes.chat import ModelCalls, ScriptedChatModel
 
 CHUNK = f"CANARY-CHUNK-{uuid.uuid4().hex}"
 RAW = f"CANARY-RAW-{uuid.uuid4().hex}"
@@ -123,3 +128,122 @@ def _assert_clean(serialised: str, caplog: pytest.LogCaptureFixture) -> None:
         assert secret not in serialised
         assert secret not in logged
         assert secret not in caplog.text
+
+
+# -- event streams: how applications stream to readers ---------------------------------------
+class _StreamingProvider(BaseChatModel):
+    """A provider whose ``_generate`` streams when ``streaming=True`` (ChatAnthropic's way),
+    reporting every raw token to ``on_llm_new_token`` as it arrives."""
+
+    text: str
+    streaming: bool = False
+    temperature: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "streaming-provider"
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for token in self.text.split(" "):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=f"{token} "))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.streaming:
+            return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.text))])
+
+
+class _Tokens(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self.tokens.append(token)
+
+
+EVENT_CASES = [case for case in CASES if case[1] is not None] + [
+    ("streamed-leak", _StreamingProvider(text=f"The evidence says {RAW}. [C0]", streaming=True),
+     _bundle(), GenerationStatus.FAILED, ReasonCode.METADATA_LEAK),
+]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:astream_log is deprecated")  # still offered, still checked
+@pytest.mark.parametrize(
+    ("model", "bundle", "status", "reason"),
+    [case[1:] for case in EVENT_CASES],
+    ids=[case[0] for case in EVENT_CASES],
+)
+async def test_event_streams_show_the_chain_run_only_never_a_stage_or_the_raw_answer(
+    model, bundle, status, reason
+):
+    # astream_events and astream_log are how a LangChain app streams to its readers: they
+    # may carry the caller's own input and the validated response, nothing in between.
+    chain = grounded_answer_chain(model=model)
+    events = [event async for event in chain.astream_events(bundle, version="v2")]
+    assert {event["name"] for event in events} == {CHAIN_NAME}
+    assert events[0]["event"] == "on_chain_start"
+    assert events[-1]["event"] == "on_chain_end"
+    response = events[-1]["data"]["output"]
+    assert (response.status, response.failure_reason) == (status, reason)
+    assert RAW not in repr(events)
+    assert CHUNK not in repr(events[1:])  # only the caller's own input carries it
+    patches = [repr(patch) async for patch in chain.astream_log(bundle)]
+    assert RAW not in "".join(patches)
+    assert CHUNK not in "".join(patches)
+
+
+@pytest.mark.parametrize("nesting", ["piped", "called"])
+async def test_a_chain_inside_another_streams_no_stage_to_the_outer_event_stream(nesting: str):
+    inner = grounded_answer_chain(model=_scripted(f"The evidence says {RAW}. [C0]"))
+    # Piped, LCEL flattens the chain's stages into the outer sequence; called from a
+    # function, the chain is a run of its own inside the outer one. Neither shows a stage.
+    outer = (
+        RunnableLambda(lambda bundle: bundle, name="app.prepare") | inner
+        if nesting == "piped"
+        else RunnableLambda(inner.ainvoke, name="app.answer")
+    )
+    events = [event async for event in outer.astream_events(_bundle(), version="v2")]
+    stages = {step.name for step in inner.steps}
+    assert not {event["name"] for event in events} & {*stages, "ScriptedChatModel"}
+    assert events[-1]["data"]["output"].failure_reason is ReasonCode.METADATA_LEAK
+    assert RAW not in repr(events)
+
+
+async def test_tracers_still_see_every_stage_while_the_event_stream_sees_none():
+    calls = ModelCalls()
+    chain = grounded_answer_chain(model=_scripted("Replace it every 500 operating hours. [C0]"))
+    events = [
+        event
+        async for event in chain.astream_events(_bundle(), {"callbacks": [calls]}, version="v2")
+    ]
+    assert {event["name"] for event in events} == {CHAIN_NAME}
+    assert [name for name, _ in calls.runs if name.startswith("R")] == [
+        "R2.AssembleEvidence", "R3.BuildPrompt", "R4.ExecuteModel", "R5.ValidateAnswer",
+        "R6.PackageResponse",
+    ]  # fmt: skip
+    assert calls.model_calls == 1
+
+
+def test_a_model_that_streams_inside_generate_is_pinned_not_to_stream():
+    model = _StreamingProvider(text=f"The evidence says {RAW}. [C0]", streaming=True)
+    chain = grounded_answer_chain(model=model)
+    tokens = _Tokens()
+    response = chain.invoke(_bundle(), {"callbacks": [tokens]})
+    assert response.failure_reason is ReasonCode.METADATA_LEAK
+    assert chain.steps[2].model.streaming is False
+    assert tokens.tokens == []
