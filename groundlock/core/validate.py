@@ -5,7 +5,8 @@ metric is computed regardless, for the audit trail.
 
 1. ``OUTPUT_TRUNCATED``: the model stopped at the output cap. First, because a cut answer
    breaks every later check too, and the cap is what an operator must fix.
-2. ``EMPTY_ANSWER``: no letter or digit outside anchors and any citation list.
+2. ``EMPTY_ANSWER``: no sentence with a letter or digit outside anchors (list markers and a
+   citation list are not sentences).
 3. ``UNSAFE_OUTPUT``: links, images, HTML, script URLs, entities or hidden characters
    (:mod:`groundlock.text.unsafe`). Before the citation checks, so that the audit row names
    an exfiltration attempt as such even when it is also uncited.
@@ -75,7 +76,7 @@ _HEADER_SYNTAX_RE = re.compile(
     r"\b(?:chunk_id|knowledge_id|faiss_id)\s*[=:]|\|\s*source\s*=|\[c\d+\s*\|"
 )
 _SECTION_SYNTAX_RE = re.compile(
-    rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|={{3,}}\s*user\s+message"
+    rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|(?<!=)={{3,}}\s*user\s+message"
 )
 _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
 _REASONING_TAG_RE = re.compile(rf"<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s*>")
@@ -271,8 +272,10 @@ class _Review:
         if self.execution.finish_reason is FinishReason.LENGTH:
             cap = self.execution.pinned.max_output_tokens
             yield ReasonCode.OUTPUT_TRUNCATED, f"answer: cut at the output cap ({cap} tokens)"
-        if not _ALNUM_RE.search(without_anchors(self.body)):
-            yield ReasonCode.EMPTY_ANSWER, "answer: no letter or digit outside anchors"
+        if not self.sentences:
+            # Not one sentence with a letter or digit outside its anchors: only anchors,
+            # punctuation, a citation list or list markers (``1.``), which are no sentence.
+            yield ReasonCode.EMPTY_ANSWER, "answer: no sentence with a letter or digit"
         unsafe = unsafe_output(self.text)
         if unsafe is not None:
             yield ReasonCode.UNSAFE_OUTPUT, f"answer: contains {unsafe}"

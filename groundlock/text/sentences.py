@@ -49,6 +49,11 @@ _END_RE = re.compile(
 _END_MARK_RE = re.compile("[.?!\u2026\u3002\uff0e\uff01\uff1f\u2024\ufe52]")
 """The first character of every match of ``_END_RE``."""
 _TRAILING_ANCHORS_RE = re.compile(r"(?:\s*\[C\d+\])+")
+_MARK_RUN_RE = re.compile(r"[.?!]+")
+_NEXT_CHARACTER_RE = re.compile(r"\s*(\S?)")
+_WORD_WINDOW = 32
+"""Characters before a mark in which the word it ends is looked for: a longer word is no
+abbreviation (the longest listed is 6 letters; dotted initialisms like ``u.s.a`` are short)."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -66,7 +71,11 @@ def split_sentences(text: str) -> list[str]:
         while (mark := _END_MARK_RE.search(line, pos)) is not None:
             end = _END_RE.match(line, mark.start())
             if end is None:
-                pos = mark.start() + 1
+                # No later mark of the same run can end a sentence where its first did not
+                # (each would need the same characters after the run): skip the run, or a
+                # run of 50,000 dots is tried 50,000 times, each scanning to its end.
+                run = _MARK_RUN_RE.match(line, mark.start())
+                pos = run.end() if run is not None else mark.start() + 1
                 continue
             pos = end.end()
             if not _is_boundary(line, end):
@@ -86,17 +95,23 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _is_boundary(line: str, end: re.Match[str]) -> bool:  # noqa: PLR0911  (one rule per return)
+    # Every look here is local (the next visible character, the word before the mark):
+    # slicing the rest of the line or all of it before the mark, for each of hundreds of
+    # marks, made a long answer quadratic.
     mark = end.group().rstrip(_CLOSERS)
-    following = line[end.end() :].lstrip()[:1]
+    following = _NEXT_CHARACTER_RE.match(line, end.end()).group(1)  # type: ignore[union-attr]
     if mark == "…" or mark.startswith(".."):
         # An ellipsis trails off, unless a new capitalised sentence follows it.
         return following.isupper()
     if mark != "." or end.group() != mark:
         return True
-    head = line[: end.start()]
-    if not head or head[-1].isspace():
+    tail = line[max(0, end.start() - _WORD_WINDOW) : end.start()]
+    if not tail or tail[-1].isspace():
         return True
-    token = head.rsplit(None, 1)[-1].lstrip("([{\"'").lower()
+    words = tail.rsplit(None, 1)
+    if len(words) == 1 and len(tail) < end.start():
+        return True  # a word longer than the window: no abbreviation
+    token = words[-1].lstrip("([{\"'").lower()
     if token in _TITLES:
         return False
     if token in _BEFORE_NUMBER:

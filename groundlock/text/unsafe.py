@@ -28,13 +28,17 @@ _PROSE_TAGS = "|".join((*FENCE_TAG_NAMES, *REASONING_TAG_NAMES))
 _CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
     ("a hidden or control character", re.compile(HIDDEN_CHARACTERS_PATTERN), False),
     ("a Markdown image", re.compile(r"!\[[^\]\n]*\]\s*[(\[]"), False),
-    ("a Markdown link", re.compile(r"\]\(|^\s*\[[^\]\n]+\]\s*:", re.MULTILINE), False),
+    # (Leading space of the same line only: ``\s*`` would run on across blank lines from
+    # every line start, a quadratic search over an answer of empty lines.)
+    ("a Markdown link", re.compile(r"\]\(|^(?:(?!\n)\s)*\[[^\]\n]+\]\s*:", re.M), False),
     ("an invisible character", re.compile("[\u2800\u3164\u115f\u1160\uffa0]"), False),
     (
         "a URL",
         re.compile(
             r"\bhttps?\s*:|\b[a-z][a-z0-9+.\-]{1,15}\s*:\s*//|\b(?:mailto|tel|sms)\s*:"
-            r"|\\\\[^\W_]|[^\s@]+@[^\W_][\w-]*\.[a-z]{2,}"
+            # An address's local part starts where a run of its characters does: from
+            # anywhere inside the run, a failed match would rescan the run to its end.
+            r"|\\\\[^\W_]|(?<![^\s@])[^\s@]+@[^\W_][\w-]*\.[a-z]{2,}"
             r"|\bwww\.[^\W_]"
             r"|(?<![\w:/])/[/\\][^\W_][\w-]*(?:[.:][\w-]+)*"
             r"|\bdata\s*:\s*[a-z]+/"

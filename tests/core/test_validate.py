@@ -7,6 +7,8 @@ for the provider, so the validator sees exactly what it sees in production.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from groundlock import (
@@ -21,6 +23,7 @@ from groundlock import (
     load_policy,
     validate_answer,
 )
+from groundlock.text import get_token_counter
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
 
@@ -147,7 +150,7 @@ def test_output_cut_by_the_token_cap_is_rejected_even_when_it_looks_complete():
 
 
 @pytest.mark.parametrize(
-    "text", ["", "   \n\t", "[C0]", "[C0][C1]\n", "- \n* ...", "Sources: [C0]"]
+    "text", ["", "   \n\t", "[C0]", "[C0][C1]\n", "- \n* ...", "Sources: [C0]", "1. ", "a) [C0]"]
 )
 def test_an_answer_with_nothing_said_is_empty(text):
     assert_rejected(verdict(text), ReasonCode.EMPTY_ANSWER)
@@ -588,3 +591,26 @@ def test_instructions_spelled_with_case_tricks_are_still_instructions(instructio
     assert validate_answer(execution, POLICY).failure_reason is ReasonCode.INSTRUCTION_FOLLOWED
     quoted = ExecuteModel().invoke(prompt).raw_model_text  # the offline model never quotes it
     assert "inspection" not in quoted
+
+
+# Answers built to be slow to judge ------------------------------------------------------------
+
+_RUNS = ["=", ".", "\n", "/", "!", "?", "@", " ", "-", "*", "_", "<", "[", "(", ":", "…", "a", "1"]
+
+
+@pytest.mark.parametrize("run", _RUNS, ids=[f"U+{ord(c):04X}" for c in _RUNS])
+def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
+    # A run of one character tokenises compactly, so tens of thousands fit under the output
+    # cap. Searches that restarted inside the run (a run of '=' took 22 s, of '.' 48 s, of
+    # blank lines 1.4 s) made such an answer a denial of service. The bound here is a guard
+    # against quadratic search, 15 times what a 50,000-character answer takes, not a speed
+    # target: those live in benchmarks/.
+    counter = get_token_counter(POLICY.token_encoding)
+    cap = POLICY.reserved_output_tokens
+    length = 50_000
+    while counter.count(f"Replace it every 500 hours{run * length}x [C0]") > cap:
+        length //= 2
+    text = f"Replace it every 500 hours{run * length}x [C0]"
+    started = time.perf_counter()
+    verdict(text)
+    assert time.perf_counter() - started < 1.0, f"{length} x {run!r}"
