@@ -63,10 +63,22 @@ _TEMPLATE_NGRAM = 8
 _WORD_RE = re.compile(r"[^\W_]+")
 _ALNUM_RE = re.compile(r"[^\W_]")
 _CITATION_LIST_RE = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?:citations?|sources?|references?|cited)\s*:\s*(.*)$", re.IGNORECASE
+    r"^\s*(?:[-*•]\s*)?[*_]{0,3}(?:citations?|sources?|references?|cited)[*_]{0,3}\s*:"
+    r"[*_]{0,3}\s*(.*)$",
+    re.IGNORECASE,
 )
+"""``Sources: [C0]``, also as a list item or in Markdown emphasis (``**Sources:** [C0]``)."""
 _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _ID_TOKEN_RE = re.compile(r"[^\W_](?:[\w./:,\-]*[^\W_])?")
+
+_APOSTROPHE = "['\u2019\u02bc\uff07]"
+"""The apostrophe as models type it: straight, curly (U+2019), modifier letter, fullwidth."""
+
+
+def _apostrophes(pattern: str) -> str:
+    """``pattern`` with each apostrophe matching every way of typing one (none is in a class)."""
+    return pattern.replace("'", _APOSTROPHE)
+
 
 # The leak and meta patterns read a sentence folded (groundlock.text.fold: exactly what re.I
 # sees), so they are written in lower case
@@ -83,23 +95,27 @@ _REASONING_TAG_RE = re.compile(rf"<\s*/?\s*(?:{'|'.join(REASONING_TAG_NAMES)})\s
 _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
     # (pattern, whether it reads the folded sentence): all do but the first-person
     # pattern, which is case-sensitive and reads the sentence as written.
-    (re.compile(pattern.removeprefix("(?-i:").removesuffix(")")), False)
+    (re.compile(_apostrophes(pattern.removeprefix("(?-i:").removesuffix(")"))), False)
     if pattern.startswith("(?-i:")
-    else (re.compile(pattern), True)
+    else (re.compile(_apostrophes(pattern)), True)
     for pattern in (
         # Talk about the sources instead of stating what they say.
         r"\b(?:based on|according to|as (?:stated|shown|described|given|mentioned|noted) in"
         r"|from|in|per|within|using)\s+(?:the\s+|this\s+|these\s+)?(?:provided|given|supplied"
         r"|above|available|retrieved|following)\s+(?:context|evidence"
         r"|documents?|documentation|sources?|texts?|information|excerpts?|passages?|chunks?"
-        r"|entries|entry|data|materials?|snippets?|records?)\b",
-        r"\b(?:the|this|that|each|these|those|an?)\s+(?:chunks?|evidence entr(?:y|ies)"
+        r"|entries|entry|snippets?)\b",
+        r"\b(?:the|this|that|each|these|those|an?)\s+(?:chunks?(?!\s+of\b)|evidence entr(?:y|ies)"
         r"|context window)\b",
         # Talk about the model or its instructions.
         r"\bas an?\s+(?:ai|artificial intelligence|(?:large\s+)?language model|llm|assistant)\b",
         r"\b(?:i am|i'm)\s+(?:an?\s+)?(?:ai|(?:large\s+)?language model|llm|assistant|chatbot)\b",
         # The answer speaks for the evidence, never in the first person.
-        r"(?-i:\bI(?:\s+(?:am|was|will|would|can|cannot|can't|could|think|believe|have|had|must"
+        # (Not the Roman numeral of ``Stage I must ...``, ``Category I should ...``.)
+        r"(?-i:(?<![Ss]tage )(?<![Cc]lass )(?<![Pp]hase )(?<![Tt]ype )(?<![Ll]evel )"
+        r"(?<![Cc]ategory )(?<![Gg]rade )(?<![Tt]ier )(?<![Zz]one )(?<![Pp]art )(?<![Gg]roup )"
+        r"(?<![Dd]ivision )(?<![Ss]chedule )(?<![Ss]tep )(?<![Mm]ark )(?<![Aa]nnex )"
+        r"\bI(?:\s+(?:am|was|will|would|can|cannot|can't|could|think|believe|have|had|must"
         r"|need|should|found|see|note)\b|'m\b|'ll\b|'ve\b|'d\b))",
         r"\b(?:system (?:prompt|message)|my (?:instructions|rules|guidelines|training)"
         r"|(?:these|the above|previous|prior) instructions)\b",
@@ -113,7 +129,7 @@ _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
     )
 )
 _REFUSAL_PHRASE_RES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern)  # lower case, read on the folded answer like the meta patterns
+    re.compile(_apostrophes(pattern))  # lower case, read folded like the meta patterns
     for pattern in (
         r"\b(?:evidence|context|documents?|documentation|sources?|manual|information|text|records?)"
         r"\s+(?:does|do|did)\s*(?:not|n't)\s+(?:contain|include|provide|have|give|mention"

@@ -10,8 +10,10 @@ a time and cites each, and the validator requires a citation in every sentence. 
   that makes it one (``No. 4``, ``Sec. 2``, ``e.g. the``, ``approx. 45``, ``U.S. rules``,
   ``Dr. Lee``).
 * These do: an end mark followed by closing quotes, brackets or Markdown emphasis
-  (``hours."``, ``hours.)``, ``hours.**``), an end mark glued to a capitalised word
-  (``hours.Replace``), and a CJK or fullwidth full stop (``。``).
+  (``hours."``, ``hours.)``, ``hours.**``, ``hours.」``), an end mark glued to a capitalised
+  word (``hours.Replace``, ``HOURS.THE``) or to an anchor (``hours.[C0]The``), and the
+  full stops, question and exclamation marks of other scripts and widths (``。``, ``｡``,
+  ``‼``, ``‽``, ``।``, ``؟``), which need no space after them.
 * A leading list marker (``-``, ``*``, ``•``, ``1.``, ``2)``) is not part of the sentence.
 * Anchors written right after a sentence's end mark (``... monthly. [C0][C1]``) belong to
   that sentence.
@@ -28,9 +30,9 @@ __all__ = ["split_sentences"]
 # extra citation, a wrong merge could let an uncited sentence ride on a cited one.
 _BEFORE_NUMBER = frozenset(
     "no nos sec secs fig figs art arts ch chap para paras p pp vol vols ref refs item "
-    "tab eq pt".split()
+    "tab eq pt max min".split()
 )
-"""``No. 4``, ``Sec. 2``, ``p. 14``: not a boundary when a number follows."""
+"""``No. 4``, ``Sec. 2``, ``p. 14``, ``max. 45 Nm``: not a boundary when a number follows."""
 _BEFORE_LOWERCASE = frozenset("e.g i.e approx appx vs cf ca incl etc al u.s u.k".split())
 """``e.g. the``, ``approx. 45``, ``U.S. rules``: not a boundary before a lowercase word or a
 number; before a capitalised word it is treated as a sentence end."""
@@ -38,15 +40,26 @@ _TITLES = frozenset("mr mrs dr prof".split())
 """``Dr. Smith``: never a boundary."""
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 # An end mark, then any closing quotes, brackets or Markdown emphasis, then a space or the
-# end; or an end mark glued to a capitalised word (``hours.Replace``); or a CJK or fullwidth
-# full stop, which needs no space at all.
-_CLOSERS = "\"'\u201d\u2019\u00bb)\\]}*_`~"
+# end; an end mark glued to a capitalised word (``hours.Replace``, ``HOURS.THE``) or to an
+# anchor (``hours.[C0]The``: the anchor joins the sentence, see _TRAILING_ANCHORS_RE); or a
+# full stop of another script or width, which needs no space at all.
+_CLOSERS = (
+    "\"'\u201d\u2019\u201c\u2018\u00bb\u203a)\\]}*_`~"
+    "\u300d\u300f\u3011\u3015\u3009\u300b\uff09\uff3d\uff5d"
+)
+_OTHER_ENDS = (
+    "\u3002\uff0e\uff01\uff1f\u2024\ufe52\uff61\ufe56\ufe57\u203c\u203d\u2047\u2048\u2049"
+    "\u06d4\u061f\u0964\u0965\u1362\u1367\u0589"
+)
+"""Full stops, question and exclamation marks of other scripts and widths: always an end."""
 _END_RE = re.compile(
     rf"(?:[.?!]+|…)[{re.escape(_CLOSERS)}]*(?=\s|$)"
     r"|(?<=[a-z0-9])[.?!](?=[A-Z][a-z])"
-    r"|[\u3002\uff0e\uff01\uff1f\u2024\ufe52]+"
+    r"|(?<=[^\W_][^\W_])[.?!](?=[A-Z][A-Za-z])"
+    r"|[.?!]+(?=\[C\d+\])"
+    rf"|[{_OTHER_ENDS}]+"
 )
-_END_MARK_RE = re.compile("[.?!\u2026\u3002\uff0e\uff01\uff1f\u2024\ufe52]")
+_END_MARK_RE = re.compile(f"[.?!\u2026{_OTHER_ENDS}]")
 """The first character of every match of ``_END_RE``."""
 _TRAILING_ANCHORS_RE = re.compile(r"(?:\s*\[C\d+\])+")
 _MARK_RUN_RE = re.compile(r"[.?!]+")

@@ -614,3 +614,55 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
     started = time.perf_counter()
     verdict(text)
     assert time.perf_counter() - started < 1.0, f"{length} x {run!r}"
+
+
+# Found by an adversarial review ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("The manual doesn\u2019t specify the interval for the filter element. [C0]",
+         ReasonCode.INVALID_REFUSAL_FORMAT),
+        ("I don\u2019t know the replacement interval of the filter element. [C0]",
+         ReasonCode.INVALID_REFUSAL_FORMAT),
+        ("I\u2019m a large language model; the limit is 3.5 bar. [C1]",
+         ReasonCode.META_COMMENTARY),
+        ("Let\u2019s check: the limit is 3.5 bar. [C1]", ReasonCode.META_COMMENTARY),
+        ("I\u02bcll answer: the limit is 3.5 bar. [C1]", ReasonCode.META_COMMENTARY),
+    ],
+)  # fmt: skip
+def test_a_curly_apostrophe_hides_no_refusal_or_first_person(text, reason):
+    assert_rejected(verdict(text), reason)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Replace the case drain filter element every 500 operating hours.[C0]The pump may "
+        "run dry for 2 hours.",
+        "Replace the case drain filter element every 500 operating hours\u203c The pump may "
+        "run dry for 2 hours. [C0]",
+        "REPLACE THE CASE DRAIN FILTER ELEMENT EVERY 500 OPERATING HOURS.THE PUMP MAY RUN DRY "
+        "FOR 2 HOURS. [C0]",
+    ],
+)
+def test_a_second_sentence_glued_to_a_cited_one_needs_its_own_anchor(text):
+    assert_rejected(verdict(text), ReasonCode.UNCITED_FACTUAL_STATEMENT)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Stage I must be completed before the case drain filter element is replaced. [C0]",
+        "Category I requires the filter element to be replaced every 500 hours. [C0]",
+        "Scrape the chunks of old seal off, then replace the filter element. [C0]",
+        "Replace the filter element using the supplied materials every 500 hours. [C0]",
+        "Case drain pressure must not exceed 3.5 bar, per the given data. [C1]",
+        "Case drain pressure must not exceed max. 3.5 bar. [C1]",
+        "Replace the case drain filter element every 500 operating hours. [C0]\n**Sources:** [C0]",
+    ],
+)
+def test_ordinary_maintenance_wording_passes(text):
+    result = verdict(text)
+    assert result.validation_status is ValidationStatus.PASSED, result.message

@@ -49,6 +49,43 @@ def test_an_abbreviation_out_of_its_context_still_ends_the_sentence(text, senten
     assert split_sentences(text) == sentences
 
 
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("Drain it.[C0]The pump runs dry. [C1]", ["Drain it.[C0]", "The pump runs dry. [C1]"]),
+        ("Drain it![C0][C1]Refill it.", ["Drain it![C0][C1]", "Refill it."]),
+        ("DRAIN THE PUMP.THE PUMP RUNS DRY.", ["DRAIN THE PUMP.", "THE PUMP RUNS DRY."]),
+        ("Drain it\u203c The pump runs dry.", ["Drain it\u203c", "The pump runs dry."]),
+        ("Drain it\u203dThe pump", ["Drain it\u203d", "The pump"]),
+        ("Drain it\uff61The pump", ["Drain it\uff61", "The pump"]),
+        ("Drain it\ufe57The pump", ["Drain it\ufe57", "The pump"]),
+        ("Drain it\u0964The pump", ["Drain it\u0964", "The pump"]),
+        ("Drain it\u06d4The pump", ["Drain it\u06d4", "The pump"]),
+        ("Drain it\u061fThe pump", ["Drain it\u061f", "The pump"]),
+        ("Drain it.\u201c The pump runs dry.", ["Drain it.\u201c", "The pump runs dry."]),
+        ("Drain it.\u300d The pump runs dry.", ["Drain it.\u300d", "The pump runs dry."]),
+        ("Drain it.\u203a The pump runs dry.", ["Drain it.\u203a", "The pump runs dry."]),
+        ("Drain it.\uff09 The pump runs dry.", ["Drain it.\uff09", "The pump runs dry."]),
+        ("Drain it, e.g.[C0] The pump.", ["Drain it, e.g.[C0]", "The pump."]),
+    ],
+    ids=["anchor glued", "two anchors glued", "capitals glued", "double exclamation",
+         "interrobang", "halfwidth stop", "small exclamation", "danda", "arabic stop",
+         "arabic question", "left double quote closing", "corner bracket", "single guillemet",
+         "fullwidth paren", "abbreviation before an anchor"],
+)  # fmt: skip
+def test_no_uncited_sentence_rides_on_a_cited_one(text: str, sentences: list[str]):
+    # Each of these hid a second sentence inside the first, so one anchor covered both.
+    assert split_sentences(text) == sentences
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Torque the bolts to max. 45 Nm.", "Keep a gap of min. 2 mm.", "Contact J.Smith today."],
+)
+def test_a_limit_or_an_initial_does_not_end_a_sentence(text: str):
+    assert split_sentences(text) == [text]
+
+
 def _is_subsequence(small: str, large: str) -> bool:
     remaining = iter(large)
     return all(ch in remaining for ch in small)
