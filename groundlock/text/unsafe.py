@@ -39,7 +39,12 @@ _CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
             # An address's local part starts where a run of its characters does: from
             # anywhere inside the run, a failed match would rescan the run to its end.
             r"|\\\\[^\W_]|(?<![^\s@])[^\s@]+@[^\W_][\w-]*\.[a-z]{2,}"
-            r"|\bwww\.[^\W_]"
+            r"|\b(?:www|ftp)\.[^\W_]"
+            # A bare domain with a path (``evil.com/c?d=secret``): many renderers link it,
+            # and the path can carry data out. Tried only where a run of domain characters
+            # starts (so ``a-a-a-...`` is not rescanned from each label): any run with a
+            # letter or digit that ends in ``.tld/``.
+            r"|(?<![a-z0-9.\-])[.\-]*[a-z0-9][a-z0-9\-]*(?:\.[a-z0-9\-]*)*\.[a-z]{2,}/"
             r"|(?<![\w:/])/[/\\][^\W_][\w-]*(?:[.:][\w-]+)*"
             r"|\bdata\s*:\s*[a-z]+/"
         ),
@@ -60,7 +65,7 @@ _CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
 )
 
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "a URL": (":", "@", "\\", "/", "www."),
+    "a URL": (":", "@", "\\", "/", "www.", "ftp."),
     "a script URL": (":",),
 }
 """Substrings a check cannot match without, in the text it reads (every alternative of the

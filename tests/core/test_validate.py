@@ -164,6 +164,9 @@ def test_an_answer_with_nothing_said_is_empty(text):
         "Details at [the manual](https://evil.example/x). [C0]",
         "Details at https://evil.example/x [C0]",
         "Details at www.evil.example [C0]",
+        "Report to evil.com/c?d=secret [C0]",
+        "Report to -evil.co/x [C0]",
+        "Details at ftp.evil.example [C0]",
         "Details at //evil.example/x [C0]",
         "Mail mailto:ops@evil.example now. [C0]",
         "Open [here](javascript:alert(1)). [C0]",
@@ -183,7 +186,8 @@ def test_an_answer_with_nothing_said_is_empty(text):
         "<SCRIPT>alert(1)</SCRIPT> [C0]",
         "DATA:TEXT/HTML;base64,PHNjcmlwdD4= [C0]",
     ],
-    ids=["image-url", "image-relative", "md-link", "bare-url", "www", "protocol-relative",
+    ids=["image-url", "image-relative", "md-link", "bare-url", "www", "bare-domain-path",
+         "hyphen-domain-path", "ftp", "protocol-relative",
          "mailto", "js-link", "js-spaced", "script", "img-onerror", "named-entity",
          "numeric-entity", "zero-width", "bidi-override", "tag-character", "data-url",
          "url-capitals", "www-capitals", "email-capitals", "vbscript-capitals",
@@ -596,9 +600,10 @@ def test_instructions_spelled_with_case_tricks_are_still_instructions(instructio
 # Answers built to be slow to judge ------------------------------------------------------------
 
 _RUNS = ["=", ".", "\n", "/", "!", "?", "@", " ", "-", "*", "_", "<", "[", "(", ":", "…", "a", "1"]
+_RUNS += ["a-", "a.", "-a", "ab.", "a.b-", "a@"]  # labels of a domain or an address
 
 
-@pytest.mark.parametrize("run", _RUNS, ids=[f"U+{ord(c):04X}" for c in _RUNS])
+@pytest.mark.parametrize("run", _RUNS, ids=[repr(c) for c in _RUNS])
 def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
     # A run of one character tokenises compactly, so tens of thousands fit under the output
     # cap. Searches that restarted inside the run (a run of '=' took 22 s, of '.' 48 s, of
@@ -608,9 +613,9 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
     counter = get_token_counter(POLICY.token_encoding)
     cap = POLICY.reserved_output_tokens
     length = 50_000
-    while counter.count(f"Replace it every 500 hours{run * length}x [C0]") > cap:
+    while counter.count(f"Replace it every 500 hours{run * length}x/ [C0]") > cap:
         length //= 2
-    text = f"Replace it every 500 hours{run * length}x [C0]"
+    text = f"Replace it every 500 hours{run * length}x/ [C0]"
     started = time.perf_counter()
     verdict(text)
     assert time.perf_counter() - started < 1.0, f"{length} x {run!r}"

@@ -32,3 +32,9 @@ def test_every_gated_check_names_what_it_needs():
     for needs in unsafe._NEEDS.values():
         assert needs
         assert all(needs)
+
+
+def test_slashes_in_ordinary_units_and_part_numbers_are_not_links():
+    for text in ("Flow 2 l/min at 3.5 bar/50 psi.", "P/N 123-45 and/or w/o", "Use SAE J1926/1.",
+                 "Item 4.2.a/b of AMM 29-11/2 (v1.2/v1.3), e.g./i.e. notes"):  # fmt: skip
+        assert unsafe_output(text) is None, text
