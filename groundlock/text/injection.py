@@ -25,6 +25,14 @@ _INSTRUCTION_RE = re.compile(
     r"|\banswer\s+(?:only\s+)?(?:that|exactly)\b"
     r"|\b(?:say|print|output|write)\s+(?:only\s+)?exactly\b|\bsay\s*[:\"'\u201c]"
     r"|\btell\s+the\s+user\b|\bdo\s+not\s+(?:cite|mention|reveal)\b"
+    # A note addressed to the model by name, however it is worded after that. ("Model" and
+    # "assistant" alone are equipment and people in a manual: only unambiguous names.)
+    r"|\b(?:note|message|memo|reminder|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+)?"
+    r"(?:ai|llms?|chatbots?|language\s+models?)\b"
+    r"|\b(?:dear|attention|hey)\s+(?:ai|llm|chatbot)\b"
+    r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot)\b"
+    r"|\b(?:ai|llm|chatbot|language\s+model)(?:\s+(?:models?|assistants?|systems?))?s?\s+"
+    r"(?:reading|processing|summari[sz]ing)\s+this\b"
 )
 """An evidence sentence that addresses the model rather than the reader (matched on the folded
 text, :func:`groundlock.text.fold.fold`:
