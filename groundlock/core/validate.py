@@ -48,7 +48,7 @@ from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 from groundlock.text.anchors import ANCHOR_RE, scan_anchors, without_anchors
 from groundlock.text.fold import caseless, fold
-from groundlock.text.injection import addresses_the_model
+from groundlock.text.injection import addresses_the_model, instruction_parts
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 from groundlock.text.sentences import split_sentences
 from groundlock.text.unsafe import REASONING_TAG_NAMES, unsafe_output
@@ -426,11 +426,27 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
     if not _ANY_REFUSAL_PHRASE_RE.search(folded):
         return None
     for pattern in _REFUSAL_PHRASE_RES:
-        found = pattern.search(folded)
-        phrase = caseless(found.group()) if found else ""
-        if found and not any(phrase in _folded(e.sanitized_text) for e in entries):
-            return "a refusal in other words"
+        for found in pattern.finditer(folded):
+            phrase = caseless(found.group())
+            if _conditional(folded, found.start()):
+                continue  # "If shop air is not available, use nitrogen": an instruction
+            if not any(phrase in _folded(e.sanitized_text) for e in entries):
+                return "a refusal in other words"
     return None
+
+
+_CLAUSE_START_RE = re.compile(r"[,;:.!?\n(][^,;:.!?\n(]*$")
+_CONDITIONAL_RE = re.compile(r"\b(?:if|when|whenever|unless|where|in case)\b")
+
+
+def _conditional(folded: str, at: int) -> bool:
+    """Whether the phrase at ``at`` sits in a condition (``if the cause is unknown, ...``).
+
+    Only the clause the phrase is in counts: from the last clause mark before it.
+    """
+    head = folded[max(0, at - 200) : at]
+    clause = _CLAUSE_START_RE.search(head)
+    return _CONDITIONAL_RE.search(clause.group() if clause else head) is not None
 
 
 @lru_cache(maxsize=16)
@@ -527,7 +543,7 @@ def _content_words(text: str) -> set[str]:
 
 
 def _instructions(entries: Iterable[SelectedEvidence]) -> tuple[frozenset[str], ...]:
-    """The content words of every evidence sentence that addresses the model, in any entry.
+    """The content words of every instruction to the model in the evidence, in any entry.
 
     Any entry, not only the ones an answer cites: an answer can obey an instruction from
     one entry and cite another, harmless one.
@@ -536,8 +552,8 @@ def _instructions(entries: Iterable[SelectedEvidence]) -> tuple[frozenset[str], 
         words
         for entry in entries
         if addresses_the_model(entry.sanitized_text)
-        for part in split_sentences(entry.sanitized_text)
-        if addresses_the_model(part) and (words := frozenset(_content_words(part)))
+        for part, instructs in instruction_parts(entry.sanitized_text)
+        if instructs and (words := frozenset(_content_words(part)))
     )
 
 
@@ -559,8 +575,8 @@ def _follows_instruction(sentence: _Sentence, instructions: tuple[frozenset[str]
     cited = [
         _content_words(part)
         for entry in sentence.cited
-        for part in split_sentences(entry.sanitized_text)
-        if not addresses_the_model(part)
+        for part, instructs in instruction_parts(entry.sanitized_text)
+        if not instructs
     ]
     for index, words in enumerate(parts):
         if not words or (index and len(words) < 2):

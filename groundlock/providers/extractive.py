@@ -30,8 +30,7 @@ from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import override
 
 from groundlock.text.anchors import scan_anchors
-from groundlock.text.injection import addresses_the_model
-from groundlock.text.sentences import split_sentences
+from groundlock.text.injection import addresses_the_model, instruction_parts
 from groundlock.text.tokens import get_token_counter
 from groundlock.text.unsafe import unsafe_output
 
@@ -97,8 +96,8 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
     candidates = [
         (anchor, sentence, wanted & _terms(sentence))
         for anchor, text in _ENTRY_RE.findall(evidence.group(1))
-        for sentence in split_sentences(text)
-        if _quotable(sentence)
+        for sentence, instructs in instruction_parts(text)
+        if not instructs and _quotable(sentence)
     ]
     # A question word found in every sentence tells them apart less than a rare one does.
     frequency = Counter(term for _, _, shared in candidates for term in shared)
