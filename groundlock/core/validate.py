@@ -112,10 +112,12 @@ _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
         r"\b(?:i am|i'm)\s+(?:an?\s+)?(?:ai|(?:large\s+)?language model|llm|assistant|chatbot)\b",
         # The answer speaks for the evidence, never in the first person.
         # (Not the Roman numeral of ``Stage I must ...``, ``Category I should ...``.)
-        r"(?-i:(?<![Ss]tage )(?<![Cc]lass )(?<![Pp]hase )(?<![Tt]ype )(?<![Ll]evel )"
-        r"(?<![Cc]ategory )(?<![Gg]rade )(?<![Tt]ier )(?<![Zz]one )(?<![Pp]art )(?<![Gg]roup )"
-        r"(?<![Dd]ivision )(?<![Ss]chedule )(?<![Ss]tep )(?<![Mm]ark )(?<![Aa]nnex )"
-        r"\bI(?:\s+(?:am|was|will|would|can|cannot|can't|could|think|believe|have|had|must"
+        # (After the I, so they run only where an I stands, not at every position.)
+        r"(?-i:\bI(?<![Ss]tage I)(?<![Cc]lass I)(?<![Pp]hase I)(?<![Tt]ype I)(?<![Ll]evel I)"
+        r"(?<![Cc]ategory I)(?<![Gg]rade I)(?<![Tt]ier I)(?<![Zz]one I)(?<![Pp]art I)"
+        r"(?<![Gg]roup I)(?<![Dd]ivision I)(?<![Ss]chedule I)(?<![Ss]tep I)(?<![Mm]ark I)"
+        r"(?<![Aa]nnex I)"
+        r"(?:\s+(?:am|was|will|would|can|cannot|can't|could|think|believe|have|had|must"
         r"|need|should|found|see|note)\b|'m\b|'ll\b|'ve\b|'d\b))",
         r"\b(?:system (?:prompt|message)|my (?:instructions|rules|guidelines|training)"
         r"|(?:these|the above|previous|prior) instructions)\b",
