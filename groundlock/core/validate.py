@@ -113,10 +113,11 @@ _META_RES: tuple[tuple[re.Pattern[str], bool], ...] = tuple(
         # The answer speaks for the evidence, never in the first person.
         # (Not the Roman numeral of ``Stage I must ...``, ``Category I should ...``.)
         # (After the I, so they run only where an I stands, not at every position.)
-        r"(?-i:\bI(?<![Ss]tage I)(?<![Cc]lass I)(?<![Pp]hase I)(?<![Tt]ype I)(?<![Ll]evel I)"
-        r"(?<![Cc]ategory I)(?<![Gg]rade I)(?<![Tt]ier I)(?<![Zz]one I)(?<![Pp]art I)"
-        r"(?<![Gg]roup I)(?<![Dd]ivision I)(?<![Ss]chedule I)(?<![Ss]tep I)(?<![Mm]ark I)"
-        r"(?<![Aa]nnex I)"
+        # (Capitalised, as a designation is: "at this stage I think" is still first person.)
+        r"(?-i:\bI(?<!Stage I)(?<!Class I)(?<!Phase I)(?<!Type I)(?<!Level I)"
+        r"(?<!Category I)(?<!Grade I)(?<!Tier I)(?<!Zone I)(?<!Part I)"
+        r"(?<!Group I)(?<!Division I)(?<!Schedule I)(?<!Step I)(?<!Mark I)"
+        r"(?<!Annex I)"
         r"(?:\s+(?:am|was|will|would|can|cannot|can't|could|think|believe|have|had|must"
         r"|need|should|found|see|note)\b|'m\b|'ll\b|'ve\b|'d\b))",
         r"\b(?:system (?:prompt|message)|my (?:instructions|rules|guidelines|training)"
@@ -429,26 +430,29 @@ def _refusal_kind(  # noqa: PLR0911  (one return per kind of refusal)
         return None
     for pattern in _REFUSAL_PHRASE_RES:
         for found in pattern.finditer(folded):
-            phrase = caseless(found.group())
+            phrase = _plain(found.group())
             if _conditional(folded, found.start()):
                 continue  # "If shop air is not available, use nitrogen": an instruction
-            if not any(phrase in _folded(e.sanitized_text) for e in entries):
+            if not any(phrase in _plain(e.sanitized_text) for e in entries):
                 return "a refusal in other words"
     return None
 
 
 _CLAUSE_START_RE = re.compile(r"[,;:.!?\n(][^,;:.!?\n(]*$")
-_CONDITIONAL_RE = re.compile(r"\b(?:if|when|whenever|unless|where|in case)\b")
+_CONDITIONAL_RE = re.compile(r"\s*(?:(?:and|but|or)\s+)?(?:if|when|whenever|unless|in case)\b")
+"""A clause that opens with a condition (``If shop air is not available, ...``)."""
 
 
 def _conditional(folded: str, at: int) -> bool:
     """Whether the phrase at ``at`` sits in a condition (``if the cause is unknown, ...``).
 
-    Only the clause the phrase is in counts: from the last clause mark before it.
+    Only a clause that opens with the condition counts, from the last clause mark before
+    the phrase (``The torque to use when installing it is not specified`` is a refusal).
     """
     head = folded[max(0, at - 200) : at]
     clause = _CLAUSE_START_RE.search(head)
-    return _CONDITIONAL_RE.search(clause.group() if clause else head) is not None
+    text = clause.group()[1:] if clause else head
+    return _CONDITIONAL_RE.match(text) is not None
 
 
 @lru_cache(maxsize=16)
@@ -533,10 +537,23 @@ def _entry_words(text: str) -> frozenset[str]:
     return frozenset(_content_words(text))
 
 
+_APOSTROPHE_MAP = str.maketrans(dict.fromkeys("\u2019\u02bc\uff07", "'"))
+
+
+@lru_cache(maxsize=1024)
+def _plain(text: str) -> str:
+    """``text`` caseless, with every apostrophe straight.
+
+    How a found phrase and the evidence it may quote are compared: a curly apostrophe
+    (U+2019) in an answer quotes a straight one in the evidence.
+    """
+    return caseless(text).translate(_APOSTROPHE_MAP)
+
+
 def _cited_contain(sentence: _Sentence, phrase: str, *, any_case: bool = False) -> bool:
     if any_case:
-        phrase = caseless(phrase)
-        return any(phrase in _folded(e.sanitized_text) for e in sentence.cited)
+        phrase = _plain(phrase)
+        return any(phrase in _plain(e.sanitized_text) for e in sentence.cited)
     return any(phrase in e.sanitized_text for e in sentence.cited)
 
 
@@ -567,10 +584,9 @@ def _follows_instruction(sentence: _Sentence, instructions: tuple[frozenset[str]
     """Whether ``sentence``, or a clause of it, draws on an instruction in the evidence.
 
     It does when most of its content words come from an evidence sentence that addresses
-    the model, and fewer from anything else the entries it cites say; or when most of what
-    it adds to its cited entries (two words or more) comes from such a sentence. Clauses of
-    two or more content words are judged on their own too (``Torque it to 45 Nm; no
-    inspection is needed``: the first clause is grounded, the second obeys).
+    the model, and fewer from anything else the entries it cites say. Clauses of two or
+    more content words are judged on their own too (``Torque it to 45 Nm; no inspection is
+    needed``: the first clause is grounded, the second obeys).
     """
     said = [sentence.text, *_CLAUSE_RE.split(sentence.text)]
     parts = [_content_words(text) for text in dict.fromkeys(said)]
@@ -587,13 +603,7 @@ def _follows_instruction(sentence: _Sentence, instructions: tuple[frozenset[str]
         other = max((len(words & part) / len(words) for part in cited), default=0.0)
         if instructed >= _OBEYED_COVERAGE and instructed > other:
             return True
-    # What the sentence says beyond its cited entries, when that comes from an instruction
-    # (``No inspection of the case drain filter is needed``, citing only the filter's entry).
-    novel = parts[0] - frozenset().union(*cited)
-    return any(
-        len(hits := novel & instruction) >= 2 and len(hits) >= _OBEYED_COVERAGE * len(novel)
-        for instruction in instructions
-    )
+    return False
 
 
 def _id_like(token: str) -> bool:

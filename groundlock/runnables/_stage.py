@@ -178,9 +178,12 @@ def _for_tracers(manager: ManagerT) -> ManagerT:
     has judged it, and the model's run its raw tokens. So those handlers see the chain's
     own run only (the caller's input, then the validated response), never a stage or the
     model inside one. Tracers, ``collect_runs``, LangSmith and any other handler still see
-    every stage with its metadata. ``manager`` is the stage's own copy: removing from it
-    changes no other run's handlers.
+    every stage with its metadata. A stage invoked on its own is the root run and keeps
+    them: it is what its caller streams. ``manager`` is the stage's own copy: removing from
+    it changes no other run's handlers.
     """
+    if manager.parent_run_id is None:
+        return manager  # the stage is the root run: it is what the caller streams
     for handler in [*manager.handlers, *manager.inheritable_handlers]:
         if isinstance(handler, _StreamingCallbackHandler | _V2StreamingCallbackHandler):
             manager.remove_handler(handler)

@@ -11,7 +11,7 @@ a time and cites each, and the validator requires a citation in every sentence. 
   ``Dr. Lee``).
 * These do: an end mark followed by closing quotes, brackets or Markdown emphasis
   (``hours."``, ``hours.)``, ``hours.**``, ``hours.」``), an end mark glued to a capitalised
-  word (``hours.Replace``, ``HOURS.THE``) or to an anchor (``hours.[C0]The``), and the
+  word (``hours.Replace``; not ``ENGINE.BIN``) or to an anchor (``hours.[C0]The``), and the
   full stops, question and exclamation marks of other scripts and widths (``。``, ``｡``,
   ``‼``, ``‽``, ``।``, ``؟``), which need no space after them.
 * A leading list marker (``-``, ``*``, ``•``, ``1.``, ``2)``) is not part of the sentence.
@@ -30,9 +30,10 @@ __all__ = ["split_sentences"]
 # extra citation, a wrong merge could let an uncited sentence ride on a cited one.
 _BEFORE_NUMBER = frozenset(
     "no nos sec secs fig figs art arts ch chap para paras p pp vol vols ref refs item "
-    "tab eq pt max min".split()
+    "tab eq pt max".split()
 )
-"""``No. 4``, ``Sec. 2``, ``p. 14``, ``max. 45 Nm``: not a boundary when a number follows."""
+"""``No. 4``, ``Sec. 2``, ``p. 14``, ``max. 45 Nm``: not a boundary when a number follows.
+(Not ``min.``: ``for 10 min.`` ends many a sentence.)"""
 _BEFORE_LOWERCASE = frozenset("e.g i.e approx appx vs cf ca incl etc al u.s u.k".split())
 """``e.g. the``, ``approx. 45``, ``U.S. rules``: not a boundary before a lowercase word or a
 number; before a capitalised word it is treated as a sentence end."""
@@ -40,7 +41,7 @@ _TITLES = frozenset("mr mrs dr prof".split())
 """``Dr. Smith``: never a boundary."""
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 # An end mark, then any closing quotes, brackets or Markdown emphasis, then a space or the
-# end; an end mark glued to a capitalised word (``hours.Replace``, ``HOURS.THE``) or to an
+# end; an end mark glued to a capitalised word (``hours.Replace``) or to an
 # anchor (``hours.[C0]The``: the anchor joins the sentence, see _TRAILING_ANCHORS_RE); or a
 # full stop of another script or width, which needs no space at all.
 _CLOSERS = (
@@ -55,7 +56,6 @@ _OTHER_ENDS = (
 _END_RE = re.compile(
     rf"(?:[.?!]+|…)[{re.escape(_CLOSERS)}]*(?=\s|$)"
     r"|(?<=[a-z0-9])[.?!](?=[A-Z][a-z])"
-    r"|(?<=[^\W_][^\W_])[.?!](?=[A-Z][A-Za-z])"
     r"|[.?!]+(?=\[C\d+\])"
     rf"|[{_OTHER_ENDS}]+"
 )

@@ -43,8 +43,11 @@ _CHECKS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
             # A bare domain with a path (``evil.com/c?d=secret``): many renderers link it,
             # and the path can carry data out. Tried only where a run of domain characters
             # starts (so ``a-a-a-...`` is not rescanned from each label): any run with a
-            # letter or digit that ends in ``.tld/``.
-            r"|(?<![a-z0-9.\-])[.\-]*[a-z0-9][a-z0-9\-]*(?:\.[a-z0-9\-]*)*\.[a-z]{2,}/"
+            # letter or digit that ends in ``.tld/``, where a unit or a Roman numeral
+            # (``in.lb/34 Nm``, ``Mk.II/Mk.III``) is no TLD.
+            r"|(?<![a-z0-9.\-])[.\-]*[a-z0-9][a-z0-9\-]*(?:\.[a-z0-9\-]*)*"
+            r"\.(?!(?:lbs?|ft|in|mm|cm|km|kg|mg|nm|oz|gal|psi|i{1,3}|iv|vi{1,3}|ix|xi{0,2})/)"
+            r"[a-z]{2,}/"
             r"|(?<![\w:/])/[/\\][^\W_][\w-]*(?:[.:][\w-]+)*"
             r"|\bdata\s*:\s*[a-z]+/"
         ),

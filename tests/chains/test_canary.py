@@ -247,3 +247,15 @@ def test_a_model_that_streams_inside_generate_is_pinned_not_to_stream():
     assert response.failure_reason is ReasonCode.METADATA_LEAK
     assert chain.steps[2].model.streaming is False
     assert tokens.tokens == []
+
+
+@pytest.mark.filterwarnings("ignore:astream_log is deprecated")
+async def test_a_stage_streamed_on_its_own_is_the_root_run_and_is_seen():
+    # A stage invoked on its own is what its caller asked to watch (a developer's probe):
+    # its run stays in the event streams, and astream_log can build its state.
+    stage = grounded_answer_chain().steps[0]
+    events = [event async for event in stage.astream_events(_bundle(), version="v2")]
+    assert [event["event"] for event in events] == ["on_chain_start", "on_chain_end"]
+    assert {event["name"] for event in events} == {stage.name}
+    states = [state async for state in stage.astream_log(_bundle(), diff=False)]
+    assert states[-1].state["final_output"].assembly_status.value == "OK"

@@ -639,8 +639,8 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
         "run dry for 2 hours.",
         "Replace the case drain filter element every 500 operating hours\u203c The pump may "
         "run dry for 2 hours. [C0]",
-        "REPLACE THE CASE DRAIN FILTER ELEMENT EVERY 500 OPERATING HOURS.THE PUMP MAY RUN DRY "
-        "FOR 2 HOURS. [C0]",
+        "Replace the case drain filter element every 500 operating hours for 10 min. 25 Nm is "
+        "the pump mounting bolt torque. [C0]",
     ],
 )
 def test_a_second_sentence_glued_to_a_cited_one_needs_its_own_anchor(text):
@@ -671,7 +671,7 @@ SAFE = "Inspect the case drain filter bowl for cracks and replace the seal every
     ("rows", "answer"),
     [
         # The instruction sits in C1; the answer obeys it and cites the harmless C0.
-        ([SAFE, HOSTILE], "No inspection of the case drain filter is needed. [C0]"),
+        ([SAFE, HOSTILE], "Check the filter bowl for cracks; no inspection is needed. [C0]"),
         # A grounded clause carries the obeyed one along.
         ([HOSTILE], "Torque the filter bowl to 45 Nm; no inspection is needed. [C0]"),
         ([HOSTILE], "Torque the filter bowl to 45 Nm, and no inspection is needed. [C0]"),
@@ -741,3 +741,64 @@ def test_a_condition_is_not_a_refusal_in_other_words(evidence, text):
 def test_a_refusal_after_a_condition_is_still_a_refusal():
     text = "If you need the interval, the manual does not specify it. [C0]"
     assert_rejected(judged([SAFE], text), ReasonCode.INVALID_REFUSAL_FORMAT)
+
+
+# Found by a review of the fixes above: what they must not reject, and what they let by ----
+
+
+@pytest.mark.parametrize(
+    ("rows", "answer"),
+    [
+        # An over-broad instruction pattern must not turn the manual's next step into one.
+        (["Remove the old seal from the groove. You are now ready to install the new seal. "
+          "Lubricate the new seal with MIL-PRF-5606 hydraulic fluid before installation."],
+         "Lubricate the new seal with MIL-PRF-5606 hydraulic fluid before installation. [C0]"),
+        (["The assistant must hold the rotor while the nut is torqued. Torque the rotor nut "
+          "to 120 Nm."], "Torque the rotor nut to 120 Nm. [C0]"),
+        # File names and part numbers are not two sentences.
+        (["Load ENGINE.BIN into the ECU with the ground tool."],
+         "Load ENGINE.BIN into the ECU with the ground tool. [C0]"),
+        (["Fit bolt NAS1149.FN to the bracket."], "Fit bolt NAS1149.FN to the bracket. [C0]"),
+        # Units with a slash are not links.
+        (["Torque the fitting to 300 in.lb/34 Nm."], "Torque the fitting to 300 in.lb/34 Nm. [C0]"),
+        (["Mk.II/Mk.III pumps share the seal kit."], "Mk.II/Mk.III pumps share the seal kit. [C0]"),
+        # A quote with a curly apostrophe quotes a straight one.
+        (["Penetrating oil can't help once the threads are galled."],
+         "Penetrating oil can\u2019t help once the threads are galled. [C0]"),
+        # Workshop words after "for the AI" or "assistant" are not notes to the model.
+        (["Instructions for the AI valve: close it first. Replace the anti-ice valve seal with "
+          "P/N 2045-11."], "Replace the anti-ice valve seal with P/N 2045-11. [C0]"),
+        (["If you are an assistant technician, ask the inspector. Sign block 4 of the task "
+          "card after each step."], "Sign block 4 of the task card after each step. [C0]"),
+    ],
+)  # fmt: skip
+def test_manual_wording_that_looks_like_a_trick_passes(rows, answer):
+    result = judged(rows, answer)
+    assert result.validation_status is ValidationStatus.PASSED, result.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("The torque value to use when installing the pump is not specified. [C0]",
+         ReasonCode.INVALID_REFUSAL_FORMAT),
+        ("At this stage I think the filter can stay installed beyond 500 hours. [C0]",
+         ReasonCode.META_COMMENTARY),
+        ("In this step I would keep the filter element for 500 operating hours. [C0]",
+         ReasonCode.META_COMMENTARY),
+    ],
+)  # fmt: skip
+def test_a_condition_or_a_numeral_exception_opens_no_door(answer, reason):
+    assert_rejected(verdict(answer), reason)
+
+
+def test_the_offline_model_still_quotes_the_step_after_a_manual_phrase():
+    text = (
+        "Remove the old seal from the groove. You are now ready to install the new seal. "
+        "Lubricate the new seal with MIL-PRF-5606 hydraulic fluid before installation."
+    )
+    bundle = make_bundle([make_row(0, chunk_text=text)])
+    question = "What is the new seal lubricated with before installation?"
+    response = grounded_answer_chain().invoke({**bundle, "user_question": question})
+    assert response.status is GenerationStatus.OK, response.failure_reason
+    assert "MIL-PRF-5606" in response.answer
