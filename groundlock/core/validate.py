@@ -526,7 +526,8 @@ def _mentions(said: str, token: str) -> bool:
 
 
 # Evidence texts and ids recur across the sentences and checks of one answer (and across
-# requests that share chunks): fold and tokenise each once.
+# requests that share chunks): fold and tokenise each once. Ids keep their apostrophes (the
+# sentence they are looked for in does); evidence goes through _plain alone, one cached copy.
 @lru_cache(maxsize=1024)
 def _folded(text: str) -> str:
     return caseless(text)
@@ -614,7 +615,9 @@ def _id_like(token: str) -> bool:
 def _suspicious_ids(sentences: list[_Sentence]) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for sentence in sentences:
-        sources = [_folded(e.sanitized_text) for e in sentence.cited]
+        # (_plain: an id-like token holds no apostrophe, so straightening them changes
+        # no match, and the evidence is cached once, not twice.)
+        sources = [_plain(e.sanitized_text) for e in sentence.cited]
         for token in _ID_TOKEN_RE.findall(sentence.text):
             if not _id_like(token) or token in found:
                 continue
