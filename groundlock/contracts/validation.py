@@ -7,14 +7,16 @@ reason and cites only anchors of its own bundle; a FAILED one carries a reason a
 
 from __future__ import annotations
 
-from pydantic import NonNegativeInt
+from typing import Annotated, Literal
+
+from pydantic import Field, NonNegativeInt
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 
-__all__ = ["GroundingMetrics", "ValidationResult"]
+__all__ = ["FirewallFinding", "GroundingMetrics", "ValidationResult"]
 
 
 class GroundingMetrics(Contract):
@@ -41,6 +43,10 @@ class GroundingMetrics(Contract):
     suspicious_new_ids: tuple[str, ...]
     """Numbers, codes and acronyms of a sentence found in none of the entries it cites, in
     order of first use (a flag for review, never a failure)."""
+    support_coverage: tuple[Annotated[float, Field(ge=0.0, le=1.0)], ...] = ()
+    """Per sentence, in order: the share of its content words found in the entries it cites
+    (0.0 for an uncited sentence). A metric on every answer; below the policy's
+    ``min_support_coverage`` it is a finding of rule ``support_coverage``."""
 
     @classmethod
     def zero(cls) -> GroundingMetrics:
@@ -54,7 +60,27 @@ class GroundingMetrics(Contract):
             refusal_detected=False,
             length_ratio_flag=False,
             suspicious_new_ids=(),
+            support_coverage=(),
         )
+
+
+class FirewallFinding(Contract):
+    """One objection of one firewall rule, enforced or only flagged.
+
+    Every finding of every rule is recorded, so that a flagged rule (``flag`` mode) still
+    leaves its trace in the audit trail, and an auditor sees every reason an answer was
+    withheld, not only the first.
+    """
+
+    rule: str
+    """The rule's name in the ruleset (``unsupported_value``)."""
+    reason: ReasonCode
+    mode: Literal["enforce", "flag"]
+    """``enforce``: this finding fails the answer; ``flag``: recorded only."""
+    sentence: NonNegativeInt | None
+    """The 1-based sentence it is about, or None for the whole answer."""
+    message: str
+    """Which sentence, which kind of thing; never the answer's text at length."""
 
 
 class ValidationResult(Contract):
@@ -74,6 +100,14 @@ class ValidationResult(Contract):
     validated_citations: tuple[str, ...]
     """Distinct anchors in order of first use; empty unless the answer is OK."""
     grounding_metrics: GroundingMetrics
+    firewall_ruleset: str | None = None
+    """The ruleset that judged the answer (None when no answer was judged: an upstream
+    failure passed through)."""
+    firewall_ruleset_sha256: str | None = None
+    """Its content hash: ruleset name and hash say exactly which rules decided."""
+    findings: tuple[FirewallFinding, ...] = ()
+    """Every finding of every rule, enforced or flagged, in rule-table order; the first
+    enforced one is ``failure_reason``."""
     execution: LLMExecutionResult | None
     """What was validated; None only when R5 received something that was not an execution
     result at all (a stage invoked on its own with bad data)."""

@@ -4,8 +4,8 @@ The runnables in :mod:`groundlock.runnables` are thin LCEL shells around these f
 """
 
 from groundlock.core.assembly import assemble
+from groundlock.core.firewall import validate_answer
 from groundlock.core.package import package_response
 from groundlock.core.prompt import build_prompt
-from groundlock.core.validate import validate_answer
 
 __all__ = ["assemble", "build_prompt", "package_response", "validate_answer"]

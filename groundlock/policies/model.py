@@ -66,6 +66,10 @@ class ExecutionLimits(FrozenModel):
         return self
 
 
+_LATER_FIELDS = ("firewall_ruleset", "firewall_modes", "min_support_coverage")
+"""Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
+
+
 class Policy(FrozenModel):
     """A frozen, versioned selection and budget policy (``001`` R2.2 snapshot and more)."""
 
@@ -116,6 +120,17 @@ class Policy(FrozenModel):
     max_question_tokens: _Positive
     """Cap on the question's tokens in the prompt (``001`` PB3); longer questions fail."""
     execution: ExecutionLimits
+    firewall_ruleset: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")] = "firewall_v1"
+    """The R5 ruleset (``groundlock/policies/rulesets/<name>``): its rule table, order and
+    vocabulary, hash-locked like the prompt template. Older policies, written before rulesets
+    were versioned, judge with ``firewall_v1``."""
+    firewall_modes: dict[StrictStr, Literal["enforce", "flag"]] = Field(default_factory=dict)
+    """Per rule, ``enforce`` or ``flag``, for the ruleset's rules that have a mode (the
+    substantive rules); a rule not named runs in the ruleset's default mode. The form rules
+    of the contract always enforce."""
+    min_support_coverage: _Fraction = 0.5
+    """Rule ``support_coverage``: a cited sentence less than this share of whose content
+    words occur in the entries it cites is a finding (a flag in the default policy)."""
 
     @model_validator(mode="after")
     def _values_are_coherent(self) -> Self:
@@ -143,13 +158,29 @@ class Policy(FrozenModel):
         exact = Decimal(str(self.max_chunk_token_ratio)) * self.max_evidence_tokens
         return int(exact.to_integral_value(rounding=ROUND_FLOOR))
 
+    def __hash__(self) -> int:
+        # The content hash is the policy's identity (and ``firewall_modes``, a dict, would
+        # make pydantic's field-by-field hash raise).
+        return hash(self.policy_sha256)
+
     @cached_property
     def policy_sha256(self) -> str:
         """sha256 of the policy's canonical JSON: identical content, identical hash.
 
-        Key order and whitespace in the file do not matter; any value change does.
+        Key order and whitespace in the file do not matter; any value change does. Fields
+        added after a policy was locked count only when they differ from their default, so
+        ``R2_POLICY_V1`` (which predates them) keeps the hash its audit rows carry.
         """
+        later = {
+            name
+            for name in _LATER_FIELDS
+            if getattr(self, name)
+            == type(self).model_fields[name].get_default(call_default_factory=True)
+        }
         canonical = json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            self.model_dump(mode="json", exclude=later),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
         )
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -29,10 +29,11 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import override
 
-from groundlock.text.anchors import scan_anchors
-from groundlock.text.injection import addresses_the_model, instruction_parts
+from groundlock.citations.bracket_c import scan_anchors
+from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
+from groundlock.core.firewall.rules.unsafe import unsafe_in
+from groundlock.core.firewall.ruleset import DEFAULT_RULESET, Ruleset, load_ruleset
 from groundlock.text.tokens import get_token_counter
-from groundlock.text.unsafe import unsafe_output
 
 __all__ = ["DEFAULT_REFUSAL", "ExtractiveChatModel", "extract_answer"]
 
@@ -73,8 +74,17 @@ def _terms(text: str) -> set[str]:
     }
 
 
-def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> str:
+def extract_answer(
+    prompt_text: str,
+    refusal: str,
+    max_sentences: int = 3,
+    ruleset: Ruleset | None = None,
+) -> str:
     r"""The extractive answer to a groundlock user message (or the refusal).
+
+    Evidence is split into sentences, and instructions to the model are recognised, as the
+    firewall ``ruleset`` does (by default the default ruleset's), so every quote is one the
+    firewall can accept.
 
     >>> prompt = ("<evidence>\n[C0 | chunk_id=a | knowledge_id=a | source=m]\n"
     ...           "Replace the filter every 500 hours. Paint the housing blue.\n\n"
@@ -85,6 +95,7 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
     >>> extract_answer(unrelated, "NO_EVIDENCE")
     'NO_EVIDENCE'
     """
+    ruleset = ruleset or load_ruleset(DEFAULT_RULESET)
     evidence = _EVIDENCE_RE.search(prompt_text)
     question = _QUESTION_RE.search(prompt_text)
     if evidence is None:
@@ -96,8 +107,8 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
     candidates = [
         (anchor, sentence, wanted & _terms(sentence))
         for anchor, text in _ENTRY_RE.findall(evidence.group(1))
-        for sentence, instructs in instruction_parts(text)
-        if not instructs and _quotable(sentence)
+        for sentence, instructs in instruction_parts(text, ruleset)
+        if not instructs and _quotable(sentence, ruleset)
     ]
     # A question word found in every sentence tells them apart less than a rare one does.
     frequency = Counter(term for _, _, shared in candidates for term in shared)
@@ -112,15 +123,15 @@ def extract_answer(prompt_text: str, refusal: str, max_sentences: int = 3) -> st
     return "\n".join(f"{s} [{anchor}]" for _, _, anchor, s in sorted(best, key=lambda i: i[1]))
 
 
-def _quotable(sentence: str) -> bool:
+def _quotable(sentence: str, ruleset: Ruleset) -> bool:
     """Whether a quote of ``sentence`` could pass the validator.
 
     It must hold no instruction to the model, no prompt syntax, nothing anchor-shaped (a
     neutralised forgery such as ``(C3)``), and no links, markup or hidden text.
     """
-    if _STRUCTURAL_RE.search(sentence) or unsafe_output(sentence) is not None:
+    if _STRUCTURAL_RE.search(sentence) or unsafe_in(sentence, ruleset) is not None:
         return False
-    if addresses_the_model(sentence):
+    if addresses_the_model(sentence, ruleset):
         return False
     scan = scan_anchors(sentence)
     return not (scan.anchors or scan.malformed)
@@ -146,6 +157,10 @@ class ExtractiveChatModel(BaseChatModel):
     """Most evidence sentences quoted in one answer."""
     refusal_text: str = DEFAULT_REFUSAL
     """The exact text answered when the evidence does not answer the question."""
+    firewall_ruleset: str = DEFAULT_RULESET
+    """The firewall ruleset whose segmentation and injection vocabulary it quotes by, so that
+    its answers pass the firewall that judges them (:func:`grounded_answer_chain` sets the
+    policy's)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -178,7 +193,10 @@ class ExtractiveChatModel(BaseChatModel):
     ) -> AIMessage:
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         text = extract_answer(
-            str(human.text) if human is not None else "", self.refusal_text, self.max_sentences
+            str(human.text) if human is not None else "",
+            self.refusal_text,
+            self.max_sentences,
+            load_ruleset(self.firewall_ruleset),
         )
         finish = "stop"
         for marker in (stop or []) + (self.stop or []):

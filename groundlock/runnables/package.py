@@ -11,10 +11,10 @@ from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.response import PublicResponse
 from groundlock.contracts.validation import ValidationResult
+from groundlock.core.firewall import validate_answer
 from groundlock.core.intake import salvage_nested_request_id
 from groundlock.core.package import failed_response, package_response, request_summary
 from groundlock.core.prompt import policy_mismatch
-from groundlock.core.validate import validate_answer
 from groundlock.runnables._stage import PolicyStage, coerce_input
 
 __all__ = ["PackageResponse"]

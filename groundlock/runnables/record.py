@@ -19,8 +19,8 @@ from typing_extensions import override
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
 from groundlock.core.audit import audit_rows
+from groundlock.core.firewall import failed_validation
 from groundlock.core.intake import salvage_nested_request_id
-from groundlock.core.validate import failed_validation
 from groundlock.runnables._stage import Stage, coerce_input
 from groundlock.stores.delta import AuditUnavailable, DeltaAuditStore
 

@@ -7,9 +7,9 @@ from langchain_core.runnables import RunnableConfig
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
+from groundlock.core.firewall import failed_validation, validate_answer
 from groundlock.core.intake import salvage_nested_request_id
 from groundlock.core.prompt import policy_mismatch
-from groundlock.core.validate import failed_validation, validate_answer
 from groundlock.runnables._stage import PolicyStage, coerce_input
 
 __all__ = ["ValidateAnswer"]
@@ -18,7 +18,7 @@ __all__ = ["ValidateAnswer"]
 class ValidateAnswer(PolicyStage[LLMExecutionResult, ValidationResult]):
     """R5: accept the model's answer exactly as written, or reject it with a reason code.
 
-    It calls no model and never edits text (see :mod:`groundlock.core.validate` for the
+    It calls no model and never edits text (see :mod:`groundlock.core.firewall` for the
     checks and their order). A FAILED execution passes its reason through.
     """
 

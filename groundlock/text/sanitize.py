@@ -31,6 +31,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from groundlock.citations.bracket_c import C_LOOKALIKES, SQUARE_CLOSE, SQUARE_OPEN
 from groundlock.text._cache import WeightedLRU
 from groundlock.text.fold import caseless
 
@@ -90,12 +91,10 @@ HIDDEN_CHARACTERS_PATTERN = _char_class(HIDDEN_RANGES)
 """A regex character class matching every character that step 1 removes."""
 _HIDDEN_RE = re.compile(HIDDEN_CHARACTERS_PATTERN)
 
-# Square brackets and the brackets a model reads as square: fullwidth, black and white
-# lenticular, tortoise shell, mathematical and CJK white square, ornament, quill, small.
-_OPEN = re.escape("[\uff3b\u3010\u3016\u3014\u27e6\u301a\u2772\u2045\ufe5d")
-_CLOSE = re.escape("]\uff3d\u3011\u3017\u3015\u27e7\u301b\u2773\u2046\ufe5e")
-# C and its look-alikes (Cyrillic, fullwidth, Roman numeral, Greek lunate sigma).
-_C = "Cc\u0421\u0441\uff23\uff43\u216d\u217d\u03f9\u03f2"
+# The citation grammar's square brackets and C look-alikes (one definition for both sides).
+_OPEN = re.escape(SQUARE_OPEN)
+_CLOSE = re.escape(SQUARE_CLOSE)
+_C = C_LOOKALIKES
 # An anchor: C, optionally spaced or signed, then a digit. [C0], [c1], [C 2], [C-1], [C01],
 # [C0, C1], [C9 | chunk_id=...]. Brackets around header field syntax count too.
 _ANCHOR_START = rf"\s*[{_C}]\s*[-+]?\s*\d"

@@ -24,8 +24,9 @@ from groundlock import (
     load_policy,
     validate_answer,
 )
+from groundlock.core.firewall.injection import addresses_the_model
+from groundlock.core.firewall.ruleset import load_ruleset
 from groundlock.text import get_token_counter
-from groundlock.text.injection import addresses_the_model
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
 
@@ -704,7 +705,7 @@ def test_grounded_clauses_pass_beside_an_instruction_elsewhere(answer):
      "The assistant mechanic must sign.", "Note to the technician: torque to 45 Nm."],
 )  # fmt: skip
 def test_models_and_assistants_of_a_workshop_are_not_the_model(text):
-    assert not addresses_the_model(text)
+    assert not addresses_the_model(text, load_ruleset(POLICY.firewall_ruleset))
 
 
 def test_an_instruction_whose_payload_is_the_next_sentence_is_still_obeyed():

@@ -1,0 +1,143 @@
+"""R5, the validator firewall: accept the model's text as it is, or reject it. Never edit it.
+
+The answer is parsed once (:mod:`~groundlock.core.firewall.answer`) with the citation
+grammar and segmentation of the policy's firewall ruleset
+(:mod:`~groundlock.core.firewall.ruleset`), then every rule of the ruleset's table runs over
+it (:mod:`~groundlock.core.firewall.rules`). Every finding is recorded with the mode the
+policy gives its rule; the first *enforced* finding in table order names ``failure_reason``
+and the answer is withheld, while flagged findings only travel to the audit trail. Every
+grounding metric is computed regardless (:mod:`~groundlock.core.firewall.metrics`).
+
+An answer that is exactly the policy's refusal string is judged only by the rules that
+declare they judge refusals (truncation, emptiness, unsafe output) and passes as
+NO_EVIDENCE.
+
+Pure logic: no LangChain, no network.
+"""
+
+from __future__ import annotations
+
+from groundlock.contracts.enums import GenerationStatus, ValidationStatus
+from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
+from groundlock.core.firewall.answer import ParsedAnswer, parse_answer
+from groundlock.core.firewall.metrics import grounding_metrics
+from groundlock.core.firewall.refusal import RefusalForm
+from groundlock.core.firewall.registry import rules_of
+from groundlock.core.firewall.rule import Context
+from groundlock.core.firewall.ruleset import Ruleset, load_ruleset
+from groundlock.policies.model import Policy
+
+__all__ = ["failed_validation", "judge", "upstream_failure", "validate_answer"]
+
+
+def validate_answer(execution: LLMExecutionResult, policy: Policy) -> ValidationResult:
+    """The verdict on ``execution``'s answer under ``policy`` and its firewall ruleset.
+
+    A FAILED execution passes its reason through unvalidated (there is no answer to judge);
+    a NO_EVIDENCE one is validated like any answer, so its refusal must be exact.
+    """
+    if execution.generation_status is GenerationStatus.FAILED:
+        return upstream_failure(execution)
+    ruleset = load_ruleset(policy.firewall_ruleset)
+    ctx = Context(
+        execution=execution,
+        policy=policy,
+        ruleset=ruleset,
+        entries={e.anchor: e for e in execution.prompt.bundle.selected_evidence},
+    )
+    answer = parse_answer(execution.raw_model_text, ctx.entries, ruleset.grammar, ruleset.segmenter)
+    return _verdict(answer, ctx, judge(answer, ctx))
+
+
+def judge(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ...]:
+    """Every finding of every rule of the ruleset on ``answer``, in table order."""
+    exact = ctx.refusal.form is RefusalForm.EXACT
+    modes = ctx.policy.firewall_modes
+    return tuple(
+        FirewallFinding(
+            rule=finding.rule,
+            reason=finding.reason,
+            mode=ctx.ruleset.mode_of(rule.name, modes),
+            sentence=finding.sentence,
+            message=finding.message,
+        )
+        for rule in rules_of(ctx.ruleset)
+        if rule.judges_exact_refusal or not exact
+        for finding in rule.check(answer, ctx)
+    )
+
+
+def _verdict(
+    answer: ParsedAnswer, ctx: Context, findings: tuple[FirewallFinding, ...]
+) -> ValidationResult:
+    metrics = grounding_metrics(answer, ctx)
+    execution = ctx.execution
+    failure = next((f for f in findings if f.mode == "enforce"), None)
+    if failure is not None:
+        return failed_validation(
+            execution.request_id,
+            execution,
+            failure.reason,
+            failure.message,
+            metrics,
+            ruleset=ctx.ruleset,
+            findings=findings,
+        )
+    if ctx.refusal.form is RefusalForm.EXACT:
+        status, citations = GenerationStatus.NO_EVIDENCE, tuple[str, ...]()
+    else:
+        status = GenerationStatus.OK
+        citations = tuple(dict.fromkeys(answer.used_anchors))
+    return ValidationResult(
+        request_id=execution.request_id,
+        generation_status=status,
+        validation_status=ValidationStatus.PASSED,
+        failure_reason=None,
+        message=None,
+        validated_answer_text=answer.text,
+        validated_citations=citations,
+        grounding_metrics=metrics,
+        firewall_ruleset=ctx.ruleset.name,
+        firewall_ruleset_sha256=ctx.ruleset.sha256,
+        findings=findings,
+        execution=execution,
+    )
+
+
+def upstream_failure(execution: LLMExecutionResult) -> ValidationResult:
+    """R5's result for a request that failed before there was an answer to validate."""
+    return failed_validation(
+        execution.request_id,
+        execution,
+        execution.reason_code or ReasonCode.INTERNAL_ERROR,
+        execution.message,
+    )
+
+
+def failed_validation(
+    request_id: str | None,
+    execution: LLMExecutionResult | None,
+    reason: ReasonCode,
+    message: str | None,
+    metrics: GroundingMetrics | None = None,
+    *,
+    ruleset: Ruleset | None = None,
+    findings: tuple[FirewallFinding, ...] = (),
+) -> ValidationResult:
+    """A FAILED verdict: no text, no citations, a reason (and the ruleset, if one judged)."""
+    return ValidationResult(
+        request_id=request_id,
+        generation_status=GenerationStatus.FAILED,
+        validation_status=ValidationStatus.FAILED,
+        failure_reason=reason,
+        message=message,
+        validated_answer_text="",
+        validated_citations=(),
+        grounding_metrics=metrics or GroundingMetrics.zero(),
+        firewall_ruleset=ruleset.name if ruleset is not None else None,
+        firewall_ruleset_sha256=ruleset.sha256 if ruleset is not None else None,
+        findings=findings,
+        execution=execution,
+    )

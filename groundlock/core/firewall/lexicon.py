@@ -1,0 +1,67 @@
+"""The one normalisation the rules compare answer and evidence text in.
+
+Words are runs of letters and digits of the text made caseless (:func:`caseless`: folded as
+``re.I`` folds, then casefolded); a phrase found in the answer and the evidence it may quote
+are compared with every apostrophe straight (:func:`plain`), so ``don\u2019t`` quotes ``don't``.
+Evidence texts recur across the sentences and checks of one answer, and across requests
+that share chunks: their reductions are cached by text.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from groundlock.text.fold import caseless
+
+__all__ = [
+    "APOSTROPHE",
+    "apostrophes",
+    "content_words",
+    "entry_content_words",
+    "folded_id",
+    "plain",
+    "words",
+]
+
+APOSTROPHE = "['\u2019\u02bc\uff07]"
+"""The apostrophe as models type it: straight, curly (U+2019), modifier letter, fullwidth."""
+_WORD_RE = re.compile(r"[^\W_]+")
+_APOSTROPHE_MAP = str.maketrans(dict.fromkeys("\u2019\u02bc\uff07", "'"))
+
+
+def apostrophes(pattern: str) -> str:
+    """``pattern`` with each apostrophe matching every way of typing one (none is in a class)."""
+    return pattern.replace("'", APOSTROPHE)
+
+
+def words(text: str) -> list[str]:
+    """The caseless words of ``text``, in order."""
+    return _WORD_RE.findall(caseless(text))
+
+
+@lru_cache(maxsize=1024)
+def plain(text: str) -> str:
+    """``text`` caseless, with every apostrophe straight.
+
+    How a found phrase and the evidence it may quote are compared: a curly apostrophe
+    (U+2019) in an answer quotes a straight one in the evidence.
+    """
+    return caseless(text).translate(_APOSTROPHE_MAP)
+
+
+@lru_cache(maxsize=1024)
+def folded_id(text: str) -> str:
+    """An id made caseless, once per id (ids keep their apostrophes, as sentences do)."""
+    return caseless(text)
+
+
+def content_words(text: str, stopwords: frozenset[str]) -> set[str]:
+    """The words of ``text`` that are not stop words."""
+    return {w for w in words(text) if w not in stopwords}
+
+
+@lru_cache(maxsize=1024)
+def entry_content_words(text: str, stopwords: frozenset[str]) -> frozenset[str]:
+    """:func:`content_words` of an evidence text, cached by text."""
+    return frozenset(content_words(text, stopwords))

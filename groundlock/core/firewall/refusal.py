@@ -1,0 +1,151 @@
+"""How an answer refuses: exactly, in a variant of the refusal string, in other words, or not.
+
+The exact refusal string (outer whitespace aside) is the only refusal that passes, as
+NO_EVIDENCE. Everything else that refuses is ``INVALID_REFUSAL_FORMAT``: the refusal inside
+other text, in another case or punctuation, its marker alone, its sentence without the
+marker, a close paraphrase, or a refusal in other words (``the manual does not specify``,
+``... is not given``), unless the evidence itself says it (quoting ``the cause is unknown``
+is grounding) or it sits in a condition (``If shop air is not available, ...``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from enum import StrEnum
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from groundlock.core.firewall.lexicon import apostrophes, plain, words
+from groundlock.text.fold import fold
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.rule import Context
+    from groundlock.core.firewall.ruleset import Ruleset
+
+__all__ = ["Refusal", "RefusalForm", "refusal_of"]
+
+_REFUSAL_MARKER_RE = re.compile(r"^([A-Z][A-Z0-9_]{2,}):")
+_CLAUSE_START_RE = re.compile(r"[,;:.!?\n(][^,;:.!?\n(]*$")
+
+
+class RefusalForm(StrEnum):
+    """Whether and how an answer refuses."""
+
+    NONE = "none"
+    EXACT = "exact"
+    """Exactly the policy's refusal string: passes as NO_EVIDENCE."""
+    VARIANT = "variant"
+    """Refuses, but not in the exact form: ``INVALID_REFUSAL_FORMAT``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The answer's refusal form and, for a variant, what was found."""
+
+    form: RefusalForm
+    found: str | None = None
+    """For a variant: which kind (``the refusal marker``, ``a refusal in other words``)."""
+
+    @property
+    def detected(self) -> bool:
+        """Whether the answer refuses at all (the ``refusal_detected`` metric)."""
+        return self.form is not RefusalForm.NONE
+
+
+_NO_REFUSAL = Refusal(RefusalForm.NONE)
+
+
+def _phrases(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str]]:
+    patterns = tuple(re.compile(apostrophes(p)) for p in ruleset.entries("refusal"))
+    # One search that rules all of them out at once, the usual case.
+    union = re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    return patterns, union
+
+
+def _conditions(ruleset: Ruleset) -> re.Pattern[str]:
+    return re.compile("|".join(ruleset.entries("refusal", "conditions")))
+
+
+def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one return per form)
+    """How ``text`` refuses under ``ctx``'s policy and ruleset."""
+    stripped = text.strip()
+    refusal = ctx.policy.refusal_text
+    if stripped == refusal:
+        return Refusal(RefusalForm.EXACT)
+    answer = " ".join(words(stripped))
+    wanted, marker, body = _refusal_forms(refusal)
+    if not answer or not wanted:
+        return _NO_REFUSAL
+    padded = f" {answer} "
+    if f" {wanted} " in padded:
+        return Refusal(RefusalForm.VARIANT, "the refusal with other text, case or punctuation")
+    if marker and marker.search(text):
+        return Refusal(RefusalForm.VARIANT, "the refusal marker")
+    if len(body.split()) >= 4 and f" {body} " in padded:
+        return Refusal(RefusalForm.VARIANT, "the refusal sentence without its marker")
+    if _close_to(answer, wanted, ctx.ruleset.param("paraphrase_ratio")):
+        return Refusal(RefusalForm.VARIANT, "a close paraphrase of the refusal")
+    patterns, union = ctx.ruleset.compiled("refusal.phrases", _phrases)
+    folded = fold(text)
+    if not union.search(folded):
+        return _NO_REFUSAL
+    conditions = ctx.ruleset.compiled("refusal.conditions", _conditions)
+    evidence = [plain(e.sanitized_text) for e in ctx.entries.values()]
+    for pattern in patterns:
+        for found in pattern.finditer(folded):
+            phrase = plain(found.group())
+            if _conditional(folded, found.start(), conditions):
+                continue  # "If shop air is not available, use nitrogen": an instruction
+            if not any(phrase in source for source in evidence):
+                return Refusal(RefusalForm.VARIANT, "a refusal in other words")
+    return _NO_REFUSAL
+
+
+def _conditional(folded: str, at: int, conditions: re.Pattern[str]) -> bool:
+    """Whether the phrase at ``at`` sits in a condition (``if the cause is unknown, ...``).
+
+    Only a clause that opens with the condition counts, from the last clause mark before
+    the phrase (``The torque to use when installing it is not specified`` is a refusal).
+    """
+    head = folded[max(0, at - 200) : at]
+    clause = _CLAUSE_START_RE.search(head)
+    text = clause.group()[1:] if clause else head
+    return conditions.match(text) is not None
+
+
+@lru_cache(maxsize=16)
+def _refusal_forms(refusal: str) -> tuple[str, re.Pattern[str] | None, str]:
+    """The refusal normalised, a search for its marker (if it has one), and its sentence."""
+    wanted = " ".join(words(refusal))
+    marker = _REFUSAL_MARKER_RE.match(refusal)
+    if marker is None:
+        return wanted, None, wanted
+    marker_re = re.compile(rf"\b{re.escape(marker.group(1))}\b")
+    return wanted, marker_re, " ".join(words(refusal[marker.end() :]))
+
+
+@lru_cache(maxsize=16)
+def _vocabulary(refusal: str) -> frozenset[str]:
+    return frozenset(refusal.split())
+
+
+def _close_to(answer: str, wanted: str, ratio: float) -> bool:
+    """Whether ``answer`` is a near-copy of the refusal (a word or two changed).
+
+    Compared word by word; lengths bound the ratio, so the comparison only runs on answers
+    about as long as the refusal itself.
+    """
+    said, refusal = answer.split(), wanted.split()
+    shorter, longer = sorted((len(said), len(refusal)))
+    if 2 * shorter / (shorter + longer) < ratio:
+        return False
+    # Words of the answer found anywhere in the refusal bound the matching words too.
+    vocabulary = _vocabulary(wanted)
+    shared = sum(1 for word in said if word in vocabulary)
+    if 2 * shared / (len(said) + len(refusal)) < ratio:
+        return False
+    matcher = SequenceMatcher(None, said, refusal, autojunk=False)
+    # quick_ratio (shared words, in any order) bounds ratio from above and is much cheaper.
+    return matcher.quick_ratio() >= ratio and matcher.ratio() >= ratio

@@ -1,0 +1,79 @@
+"""What a firewall rule is: a named check over a parsed answer that yields findings.
+
+A rule reads the :class:`~groundlock.core.firewall.answer.ParsedAnswer` and a
+:class:`Context` (the evidence, the question, the policy, the ruleset's vocabulary) and yields
+a :class:`Finding` for each thing it objects to. It never edits the answer and never decides
+the verdict: the ruleset's ordered table and the policy's modes do (the first *enforced*
+finding in table order names ``failure_reason``; flagged findings are recorded only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from groundlock.contracts.assembly import SelectedEvidence
+from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.model import Policy
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.answer import ParsedAnswer
+    from groundlock.core.firewall.refusal import Refusal
+
+__all__ = ["Context", "Finding", "Rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One objection of one rule."""
+
+    rule: str
+    """The rule's name (``unsupported_value``)."""
+    reason: ReasonCode
+    message: str
+    """Internal detail for the audit trail: which sentence, which kind of thing. It never
+    quotes the answer at length; a value or name it found may be named."""
+    sentence: int | None = None
+    """The 1-based sentence it is about, or None for the whole answer."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a rule may read besides the answer itself."""
+
+    execution: LLMExecutionResult
+    policy: Policy
+    ruleset: Ruleset
+    entries: Mapping[str, SelectedEvidence]
+    """Every evidence entry of the request by anchor (not only the cited ones)."""
+
+    @cached_property
+    def question(self) -> str:
+        """The user's question (values and names it contains are not new)."""
+        return self.execution.prompt.bundle.user_question or ""
+
+    @cached_property
+    def refusal(self) -> Refusal:
+        """How the answer refuses, if it does (computed once; several rules gate on it)."""
+        from groundlock.core.firewall.refusal import refusal_of  # noqa: PLC0415  (cycle)
+
+        return refusal_of(self.execution.raw_model_text, self)
+
+
+class Rule(Protocol):
+    """One row of the rule table."""
+
+    name: ClassVar[str]
+    """Stable name, as the ruleset manifest and a policy's modes spell it."""
+    reason: ClassVar[ReasonCode]
+    """The reason code of its findings."""
+    judges_exact_refusal: ClassVar[bool]
+    """Whether it runs on an answer that is exactly the refusal (most do not)."""
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """Every objection to ``answer``, in the order an auditor should read them."""
+        ...

@@ -1,0 +1,160 @@
+"""The form rules of the contract: what every answer must be before its content is judged.
+
+Truncation, emptiness, the exact refusal, malformed and invented anchors, uncited sentences
+and citation lists (``000`` R5, ``001`` P4). These always enforce: no policy can flag them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from groundlock.contracts.enums import FinishReason
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import LineKind, ParsedAnswer
+from groundlock.core.firewall.refusal import RefusalForm
+from groundlock.core.firewall.rule import Context, Finding
+
+__all__ = [
+    "CitationList",
+    "EmptyAnswer",
+    "MalformedCitation",
+    "OutputTruncated",
+    "RefusalFormat",
+    "UncitedSentence",
+    "UnknownAnchor",
+]
+
+
+class OutputTruncated:
+    """The model stopped at the output cap: first, as it breaks every later check too."""
+
+    name: ClassVar[str] = "output_truncated"
+    reason: ClassVar[ReasonCode] = ReasonCode.OUTPUT_TRUNCATED
+    judges_exact_refusal: ClassVar[bool] = True
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """A finding when the model's finish reason is ``length``."""
+        if ctx.execution.finish_reason is FinishReason.LENGTH:
+            cap = ctx.execution.pinned.max_output_tokens
+            yield Finding(self.name, self.reason, f"answer: cut at the output cap ({cap} tokens)")
+
+
+class EmptyAnswer:
+    """Not one sentence with a letter or digit outside its markers."""
+
+    name: ClassVar[str] = "empty_answer"
+    reason: ClassVar[ReasonCode] = ReasonCode.EMPTY_ANSWER
+    judges_exact_refusal: ClassVar[bool] = True
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """Only markers, punctuation, a citation list or list markers (``1.``) is empty."""
+        if not answer.sentences:
+            yield Finding(self.name, self.reason, "answer: no sentence with a letter or digit")
+
+
+class RefusalFormat:
+    """A refusal that is not exactly the policy's refusal string."""
+
+    name: ClassVar[str] = "refusal_form"
+    reason: ClassVar[ReasonCode] = ReasonCode.INVALID_REFUSAL_FORMAT
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """See :mod:`groundlock.core.firewall.refusal` for the forms recognised."""
+        if ctx.refusal.form is RefusalForm.VARIANT:
+            message = f"answer: a refusal that is not exact ({ctx.refusal.found})"
+            yield Finding(self.name, self.reason, message)
+
+
+class MalformedCitation:
+    """Marker-like tokens that are not exactly the grammar's marker."""
+
+    name: ClassVar[str] = "malformed_citation"
+    reason: ClassVar[ReasonCode] = ReasonCode.MALFORMED_CITATION
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding counting them all."""
+        if answer.scan.malformed:
+            yield Finding(
+                self.name,
+                self.reason,
+                f"answer: {answer.scan.malformed} anchor-like token(s) not of the form [C<n>]",
+            )
+
+
+class UnknownAnchor:
+    """Well-formed anchors that name no entry of this request (``[C99]``)."""
+
+    name: ClassVar[str] = "unknown_anchor"
+    reason: ClassVar[ReasonCode] = ReasonCode.INVALID_CITATION_REFERENCE
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding naming up to five of them and the anchors the request has."""
+        unknown = sorted({a for a in answer.scan.anchors if a not in ctx.entries})
+        if unknown:
+            count = len(ctx.entries)
+            have = f"C0..C{count - 1}" if count else "no evidence entries"
+            yield Finding(
+                self.name,
+                self.reason,
+                f"answer: cites {', '.join(unknown[:5])}; this request has {have}",
+            )
+
+
+class UncitedSentence:
+    """A sentence with letters or digits and no valid anchor (``001`` P4.1)."""
+
+    name: ClassVar[str] = "uncited_sentence"
+    reason: ClassVar[ReasonCode] = ReasonCode.UNCITED_FACTUAL_STATEMENT
+    judges_exact_refusal: ClassVar[bool] = False
+    states_headings: ClassVar[bool] = True
+    """Whether headings and table header rows need an anchor too (``firewall_v1``: yes)."""
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per uncited sentence."""
+        total = len(answer.sentences)
+        for sentence in answer.sentences:
+            if sentence.cited:
+                continue
+            if not self.states_headings and sentence.kind is not LineKind.TEXT:
+                continue
+            message = f"answer: sentence {sentence.number} of {total} has no anchor"
+            yield Finding(self.name, self.reason, message, sentence.number)
+
+
+class UncitedStatement(UncitedSentence):
+    """``uncited_sentence`` that leaves headings and table header rows alone.
+
+    A heading (``## Replacement interval``, a line that is only bold text) or the column
+    names above a table's separator row states nothing that needs a citation. They still pass every
+    other rule (links, leaks, meta commentary, values).
+    """
+
+    name: ClassVar[str] = "uncited_statement"
+    states_headings: ClassVar[bool] = False
+
+
+class CitationList:
+    """A citation list that disagrees with the answer's anchors, or stray anchors.
+
+    A list the model appended (``Sources: [C0][C1]``) must name exactly the anchors its
+    sentences use; an anchor standing alone belongs to no sentence.
+    """
+
+    name: ClassVar[str] = "citation_list"
+    reason: ClassVar[ReasonCode] = ReasonCode.CITATION_MISMATCH
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """Up to three findings: stray anchors, a different list, a repeating list."""
+        if len(answer.used_anchors) != len(answer.body_anchors):
+            yield Finding(self.name, self.reason, "answer: anchors that belong to no sentence")
+        listed = answer.listed
+        if listed is not None and set(listed) != set(answer.used_anchors):
+            message = "answer: its citation list differs from its anchors"
+            yield Finding(self.name, self.reason, message)
+        if listed is not None and len(set(listed)) != len(listed):
+            yield Finding(self.name, self.reason, "answer: its citation list repeats an anchor")

@@ -1,0 +1,139 @@
+"""Metadata leaks and meta commentary.
+
+An answer that shows the prompt's machinery or talks about its sources, its instructions
+or itself instead of stating what the evidence says.
+
+Ids, the word evidence and meta phrases are allowed where an entry the sentence cites
+contains them: quoting is grounding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+from typing import ClassVar
+
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
+from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.prompts.template import load_template
+from groundlock.text.sanitize import FENCE_TAG_NAMES
+
+__all__ = ["MetaCommentary", "MetadataLeak", "cited_contain"]
+
+# The leak and meta patterns read a sentence folded (groundlock.text.fold: exactly what re.I
+# sees), so they are written in lower case.
+_HEADER_SYNTAX_RE = re.compile(
+    r"\b(?:chunk_id|knowledge_id|faiss_id)\s*[=:]|\|\s*source\s*=|\[c\d+\s*\|"
+)
+_SECTION_SYNTAX_RE = re.compile(
+    rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|(?<!=)={{3,}}\s*user\s+message"
+)
+_EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
+
+
+def cited_contain(sentence: Sentence, phrase: str) -> bool:
+    """Whether an entry ``sentence`` cites contains ``phrase``, case and apostrophes aside."""
+    wanted = plain(phrase)
+    return any(wanted in plain(e.sanitized_text) for e in sentence.cited)
+
+
+def _bounded_in(token: str, text: str, joining: str) -> bool:
+    """Whether ``token`` occurs in ``text`` with no ``joining`` character on either side."""
+    if token not in text:
+        return False
+    pattern = rf"(?<![{joining}]){re.escape(token)}(?![{joining}])"
+    return re.search(pattern, text) is not None
+
+
+@cache
+def _template_ngrams(version: str, size: int) -> frozenset[tuple[str, ...]]:
+    template = load_template(version)
+    grams: set[tuple[str, ...]] = set()
+    for section in template.sections:
+        for part in (section.before, section.after):
+            said = words(part)
+            grams.update(tuple(said[i : i + size]) for i in range(len(said) - size + 1))
+    return frozenset(grams)
+
+
+class MetadataLeak:
+    """Ids, header or section syntax, the prompt's own rules, or the word evidence.
+
+    Chunk and knowledge ids and the word evidence pass where the cited entries contain them.
+    """
+
+    name: ClassVar[str] = "metadata_leak"
+    reason: ClassVar[ReasonCode] = ReasonCode.METADATA_LEAK
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """The prompt's rules repeated first, then sentence by sentence."""
+        size = int(ctx.ruleset.param("template_ngram_words"))
+        grams = _template_ngrams(ctx.policy.prompt_template, size)
+        said = words(answer.text)
+        if any(tuple(said[i : i + size]) in grams for i in range(len(said) - size + 1)):
+            yield Finding(self.name, self.reason, "answer: repeats the prompt's own instructions")
+        # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
+        ids = {folded_id(i) for e in ctx.entries.values() for i in (e.chunk_id, e.knowledge_id)}
+        for s in answer.sentences:
+            yield from self._sentence(s, ids)
+
+    def _sentence(self, s: Sentence, ids: set[str]) -> Iterator[Finding]:
+        where = f"answer: sentence {s.number}"
+        if _HEADER_SYNTAX_RE.search(s.folded):
+            yield Finding(self.name, self.reason, f"{where}: evidence header syntax", s.number)
+        if _SECTION_SYNTAX_RE.search(s.folded):
+            yield Finding(self.name, self.reason, f"{where}: prompt section syntax", s.number)
+        caseless = s.folded.casefold()
+        if any(_bounded_in(i, caseless, r"\w-") and not cited_contain(s, i) for i in ids):
+            message = f"{where}: an internal chunk or knowledge id"
+            yield Finding(self.name, self.reason, message, s.number)
+        found = _EVIDENCE_WORD_RE.search(s.folded)
+        if found and not cited_contain(s, found.group()):
+            yield Finding(self.name, self.reason, f"{where}: the word evidence", s.number)
+
+
+def meta_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], bool], ...]:
+    """(pattern, whether it reads the folded sentence) of the ruleset's meta commentary.
+
+    All read the folded sentence but the first-person pattern, which is case-sensitive: a
+    capital ``I`` after a designation (``Stage I must``) is a numeral, and the look-behinds
+    that say so are built from ``designations.words``.
+    """
+    folded = tuple((re.compile(apostrophes(p)), True) for p in ruleset.entries("meta"))
+    designations = "".join(f"(?<!{d} I)" for d in ruleset.entries("designations"))
+    verbs = "|".join(ruleset.entries("first_person", "verbs"))
+    contractions = "|".join(f"{c}\\b" for c in ruleset.entries("first_person", "contractions"))
+    first_person = rf"\bI{designations}(?:\s+(?:{verbs})\b|{contractions})"
+    return (*folded, (re.compile(apostrophes(first_person)), False))
+
+
+def _reasoning_tag(ruleset: Ruleset) -> re.Pattern[str]:
+    return re.compile(rf"<\s*/?\s*(?:{'|'.join(ruleset.entries('reasoning_tags'))})\s*>")
+
+
+class MetaCommentary:
+    """Talk about the sources, the instructions or the model itself, or a reasoning trace."""
+
+    name: ClassVar[str] = "meta_commentary"
+    reason: ClassVar[ReasonCode] = ReasonCode.META_COMMENTARY
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """A reasoning tag, then the first meta phrase the cited entries do not contain."""
+        tag = ctx.ruleset.compiled("meta.reasoning_tag", _reasoning_tag)
+        patterns = ctx.ruleset.compiled("meta.patterns", meta_patterns)
+        for s in answer.sentences:
+            where = f"answer: sentence {s.number}"
+            if tag.search(s.folded):
+                yield Finding(self.name, self.reason, f"{where}: a reasoning trace", s.number)
+            for pattern, on_folded in patterns:
+                found = pattern.search(s.folded if on_folded else s.text)
+                if found and not cited_contain(s, found.group()):
+                    message = f"{where}: talks about itself or its sources"
+                    yield Finding(self.name, self.reason, message, s.number)
+                    break

@@ -1,0 +1,76 @@
+"""Firewall rulesets: hash-locked, named by the policy, and recorded with every verdict."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from groundlock import load_policy, validate_answer
+from groundlock.core.firewall import ruleset as rulesets
+from groundlock.core.firewall.registry import RULES
+from groundlock.core.firewall.ruleset import (
+    RulesetError,
+    available_rulesets,
+    check_modes,
+    load_ruleset,
+    ruleset_sha256,
+)
+from groundlock.text import sentences
+from groundlock.text.sentences import Segmenter, split_sentences
+
+
+def test_every_built_in_ruleset_loads_and_names_only_known_rules():
+    assert "firewall_v1" in available_rulesets()
+    for name in available_rulesets():
+        ruleset = load_ruleset(name)
+        assert ruleset.sha256 == ruleset_sha256(rulesets._builtin_dir() / name)
+        assert set(ruleset.rules) <= set(RULES)
+        assert len(set(ruleset.rules)) == len(ruleset.rules)
+        assert set(ruleset.modes) <= set(ruleset.rules)
+
+
+def test_a_ruleset_changed_under_its_name_refuses_to_load(tmp_path, monkeypatch):
+    root = tmp_path / "rulesets"
+    shutil.copytree(rulesets._builtin_dir(), root)
+    (root / "firewall_v1" / "stopwords.words").write_text("a the\n", encoding="utf-8")
+    monkeypatch.setattr(rulesets, "_builtin_dir", lambda: root)
+    load_ruleset.cache_clear()
+    try:
+        with pytest.raises(RulesetError, match="does not match the sha256"):
+            load_ruleset("firewall_v1")
+    finally:
+        load_ruleset.cache_clear()
+
+
+def test_an_unknown_ruleset_is_refused_by_name():
+    with pytest.raises(RulesetError, match="no built-in firewall ruleset named 'firewall_v0'"):
+        load_ruleset("firewall_v0")
+
+
+def test_the_default_segmentation_is_firewall_v1s():
+    v1 = load_ruleset("firewall_v1").segmenter
+    default = Segmenter.of(
+        {"before_number": (), "before_lowercase": (), "titles": ()}, marker_pattern=r"\[C\d+\]"
+    )
+    text = "See No. 4. Meets U.S. rules. Ask Dr. Lee. Use e.g. a wrench. [C0]"
+    assert v1 == sentences._DEFAULT
+    assert split_sentences(text) == v1.split(text) != default.split(text)
+
+
+def test_only_rules_with_a_mode_can_be_set_to_flag():
+    v1 = load_ruleset("firewall_v1")
+    with pytest.raises(RulesetError, match="always enforce"):
+        check_modes(v1, {"uncited_sentence": "flag"})
+
+
+def test_the_verdict_names_the_ruleset_that_judged_it():
+    from tests.core.test_validate import executed
+
+    policy = load_policy("R2_POLICY_V1")
+    result = validate_answer(executed("Replace it every 500 operating hours. [C0]"), policy)
+    ruleset = load_ruleset("firewall_v1")
+    assert (result.firewall_ruleset, result.firewall_ruleset_sha256) == (
+        "firewall_v1",
+        ruleset.sha256,
+    )
