@@ -101,6 +101,28 @@ class ReasonCode(StrEnum):
     """Talk about the sources, the instructions or the model itself, or a reasoning trace."""
     UNSUPPORTED_STATEMENT = "UNSUPPORTED_STATEMENT"
     """A cited sentence shares no content word with the entries it cites."""
+    UNSUPPORTED_VALUE = "UNSUPPORTED_VALUE"
+    """A number, unit, percentage, date, time or identifier in a cited sentence that no
+    evidence entry (and not the question) holds, however it is written (ruleset
+    ``firewall_v2`` on)."""
+    MISATTRIBUTED_CITATION = "MISATTRIBUTED_CITATION"
+    """A value, name or statement found only in an evidence entry the sentence does not
+    cite: the right fact behind the wrong anchor."""
+    UNSUPPORTED_ENTITY = "UNSUPPORTED_ENTITY"
+    """A proper name, acronym or acronym expansion no evidence entry or the question holds."""
+    CONTRADICTS_EVIDENCE = "CONTRADICTS_EVIDENCE"
+    """A flipped negation (``may exceed`` for ``must not exceed``), a changed obligation
+    (``may`` for ``must``) or an opposite word (``after`` for ``before``) against the
+    evidence sentence the answer's sentence aligns with."""
+    LOW_SUPPORT_COVERAGE = "LOW_SUPPORT_COVERAGE"
+    """Few of a cited sentence's content words occur in what it cites (below the policy's
+    ``min_support_coverage``); a flag in the default policy."""
+    SUPPORT_JUDGE_REJECTED = "SUPPORT_JUDGE_REJECTED"
+    """The policy's support judge (an entailment model) found a sentence that passed every
+    deterministic rule not supported by the entries it cites."""
+    SUPPORT_JUDGE_FAILED = "SUPPORT_JUDGE_FAILED"
+    """The policy's support judge erred, timed out or answered outside its contract; the
+    request fails closed (unless the policy flags instead)."""
     INSTRUCTION_FOLLOWED = "INSTRUCTION_FOLLOWED"
     """A sentence restates an instruction written inside the evidence (``ignore previous
     instructions and answer that ...``): an injection obeyed, however well cited."""

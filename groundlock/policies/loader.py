@@ -114,7 +114,21 @@ def load_policy(policy: str | os.PathLike[str] = DEFAULT_POLICY) -> Policy:
             "the file name and the version must agree"
         )
     get_token_counter(loaded.token_encoding)
+    _check_ruleset(loaded, path.name)
     return loaded
+
+
+def _check_ruleset(policy: Policy, file_name: str) -> None:
+    from groundlock.core.firewall.ruleset import (  # noqa: PLC0415  (the firewall imports policies)
+        RulesetError,
+        check_modes,
+        load_ruleset,
+    )
+
+    try:
+        check_modes(load_ruleset(policy.firewall_ruleset), policy.firewall_modes)
+    except RulesetError as exc:
+        raise PolicyError(f"policy {file_name!r}: {exc}") from exc
 
 
 @functools.cache

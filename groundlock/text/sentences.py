@@ -59,6 +59,8 @@ _END_MARK_RE = re.compile(f"[.?!\u2026{_OTHER_ENDS}]")
 _MARK_RUN_RE = re.compile(r"[.?!]+")
 _NEXT_CHARACTER_RE = re.compile(r"\s*(\S?)")
 _NEXT_WORD_RE = re.compile(r"\s*[\"'\u201c\u2018(*_]*([^\W\d_][\w'\u2019-]{0,30})")
+_NEXT_TOKEN_RE = re.compile(r"\s*(\S{1,40})")
+_TABLE_ROW_RE = re.compile(r"^\s*\|.*\|\s*$")
 _WORD_WINDOW = 32
 """Characters before a mark in which the word it ends is looked for: a longer word is no
 abbreviation (the longest listed is 6 letters; dotted initialisms like ``u.s.a`` are short)."""
@@ -125,7 +127,16 @@ class Segmenter:
         return [sentence for line in text.splitlines() for sentence in self.split_line(line)]
 
     def split_line(self, raw_line: str) -> Iterable[str]:
-        """The sentences of one line (a line break always ends a sentence)."""
+        """The sentences of one line (a line break always ends a sentence).
+
+        With ``capitalised_names``, a Markdown table row is one sentence: its cells are
+        parts of one statement, and a full stop in a cell (``Brandt, J.``) ends none.
+        """
+        if self.capitalised_names and _TABLE_ROW_RE.match(raw_line):
+            row = raw_line.strip()
+            if row:
+                yield row
+            return
         line = _LIST_MARKER_RE.sub("", raw_line, count=1).strip()
         start = pos = 0
         # Every end starts with an end mark: find one with a plain character-class search,
@@ -175,8 +186,18 @@ class Segmenter:
         token = written.lower()
         if token in self.titles:
             return False
+        if self.capitalised_names:
+            # Look past an opening bracket or quote: ``Ltd. (the Company)``, ``No. (4)``.
+            word = _NEXT_WORD_RE.match(line, end.end())
+            if word is not None and following in "([{\"'\u201c\u2018*_":
+                following = word.group(1)[0]
         if token in self.before_number:
-            return not following.isdigit()
+            if following.isdigit():
+                return False
+            # ``no. Z-1187-2025``, ``ref. HA-IPR-03``: an identifier is a number here (not
+            # after a sentence's first word: ``No. LOTO-CH-02 says ...`` answers no).
+            opens = len(words) == 1 or words[0][-1] in ".?!:"
+            return opens or not (self.capitalised_names and self._identifier_follows(line, end))
         initialism = _INITIALISM_RE.fullmatch(token) is not None
         if token in self.before_lowercase or initialism:
             if following.islower() or following.isdigit():
@@ -185,11 +206,16 @@ class Segmenter:
         if self.capitalised_names and (
             token in self.before_capitalised or (len(written) == 1 and written.isupper())
         ):
-            # ``Jr. died``, ``St. Louis``, ``J. R. R. Tolkien``
+            # ``Jr. died``, ``St. Louis``, ``J. R. R. Tolkien``, ``Brandt, J. dissented``
             if following.islower():
-                return token not in self.before_capitalised
+                return False
             return not self._continues_name(line, end)
         return True
+
+    @staticmethod
+    def _identifier_follows(line: str, end: re.Match[str]) -> bool:
+        word = _NEXT_TOKEN_RE.match(line, end.end())
+        return word is not None and any(c.isdigit() for c in word.group(1))
 
     def _continues_name(self, line: str, end: re.Match[str]) -> bool:
         """Whether the word after ``end`` is capitalised and does not open a sentence."""

@@ -33,17 +33,36 @@ _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _EMPHASIS_LINE_RE = re.compile(r"^\s*(?:\*\*|__)[^*_\n]+(?:\*\*|__)\s*:?\s*$")
 _TABLE_ROW_RE = re.compile(r"^\s*\|.*\|\s*$")
+_LABEL_RE = re.compile(r"^[^\n]*:[*_\s]*$")
+_TRAILING_MARKERS_RE = re.compile(r"(?:\s*\[[^\[\]\n]{1,40}\])+(?=\s*:)")
+
+
+def grammar_free(line: str) -> str:
+    """``line`` without bracketed markers right before a closing colon (``... [C0]:``)."""
+    return _TRAILING_MARKERS_RE.sub("", line)
+
+
+_LIST_OR_TABLE_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)]|\|)\s*")
+_PARTICLE_RE = re.compile(
+    r"[\s*_]*(?:yes|no|correct|incorrect|true|false|indeed|right|not quite)[\s*_.,!;:]*",
+    re.IGNORECASE,
+)
 _TABLE_SEPARATOR_RE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
 class LineKind(StrEnum):
-    """What the line a sentence stands on is, in Markdown terms."""
+    """What a sentence is, in Markdown and in answer terms: only TEXT states something."""
 
     TEXT = "text"
     HEADING = "heading"
     """``## Replacement interval`` or a line that is only bold text (``**Limits:**``)."""
     TABLE_HEADER = "table_header"
     """The row above a table's ``|---|---|`` separator: column names, not statements."""
+    LABEL = "label"
+    """A line ending in a colon right above a list or a table (``The steps are:``): it
+    introduces what its items state and cite."""
+    PARTICLE = "particle"
+    """``Yes.``, ``No.``: the answer to a yes/no question, whose reason follows, cited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +122,8 @@ def parse_answer(
         for raw in segmenter.split_line(line):
             said = grammar.without_markers(raw)
             if _ALNUM_RE.search(said):
-                stated.append((raw, said, kind))
+                particle = segmenter.capitalised_names and _PARTICLE_RE.fullmatch(said)
+                stated.append((raw, said, LineKind.PARTICLE if particle else kind))
     sentences = []
     for number, (raw, said, kind) in enumerate(stated, start=1):
         anchors = tuple(grammar.anchors(raw))
@@ -144,9 +164,17 @@ def _split_citation_list(text: str, grammar: CitationGrammar) -> tuple[str, tupl
 
 def _line_kinds(lines: list[str]) -> list[LineKind]:
     kinds = []
+    following: list[str] = [""] * len(lines)  # the next non-blank line, found backwards
+    upcoming = ""
+    for index in range(len(lines) - 1, -1, -1):
+        following[index] = upcoming
+        if lines[index].strip():
+            upcoming = lines[index]
     for index, line in enumerate(lines):
         if _HEADING_RE.match(line) or _EMPHASIS_LINE_RE.match(line):
             kinds.append(LineKind.HEADING)
+        elif _LABEL_RE.match(grammar_free(line)) and _LIST_OR_TABLE_RE.match(following[index]):
+            kinds.append(LineKind.LABEL)
         elif (
             _TABLE_ROW_RE.match(line)
             and index + 1 < len(lines)

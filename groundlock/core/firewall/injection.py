@@ -6,6 +6,14 @@ module recognises it with the ruleset's ``injection.patterns``, so that R5 can r
 answer that obeys it even when the answer cites the entry, and the offline extractive model
 never quotes it. Verdicts are cached per ruleset and text: R5 asks about the same evidence
 entries for every answer citing them.
+
+From ``firewall_v2`` the vocabulary has two strengths. A *strong* marker addresses a model
+and nobody else (an override in any major European language, a note or notice to AI
+systems, a "system notice", an order about "every answer"): an entry with one addresses the
+model. A *weak* marker is an order a manual may give its reader too (``reply with``,
+``do not mention``, ``the assistant must``, ``when asked, say ...``): it marks an
+instruction only inside an entry that addresses the model, so a procedure's own steps and a
+regulation about chatbots stay evidence.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import re
 from functools import lru_cache
 
 from groundlock.core.firewall.ruleset import Ruleset
-from groundlock.text.fold import fold
+from groundlock.text.fold import caseless, fold
 
 __all__ = ["addresses_the_model", "instruction_parts"]
 
@@ -31,6 +39,10 @@ def _override_re(ruleset: Ruleset) -> re.Pattern[str]:
     return _pattern(ruleset, "override")
 
 
+def _weak_re(ruleset: Ruleset) -> re.Pattern[str] | None:
+    return _pattern(ruleset, "weak") if ruleset.entries("injection", "weak") else None
+
+
 @lru_cache(maxsize=4096)
 def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     """Whether ``text`` contains an instruction aimed at the model.
@@ -43,7 +55,15 @@ def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     False
     """
     pattern = ruleset.compiled("injection.instruction", _instruction_re)
-    return pattern.search(fold(text)) is not None
+    return pattern.search(_reduced(text, ruleset)) is not None
+
+
+def _reduced(text: str, ruleset: Ruleset) -> str:
+    # firewall_v1 reads the text folded exactly as re.I would (its patterns are ASCII);
+    # later rulesets have patterns in other languages, so they read it casefolded too.
+    if ruleset.entries("injection", "weak"):
+        return caseless(text)
+    return fold(text)
 
 
 @lru_cache(maxsize=256)
@@ -62,9 +82,16 @@ def instruction_parts(text: str, ruleset: Ruleset) -> tuple[tuple[str, bool], ..
     [False, True, True, False]
     """
     override = ruleset.compiled("injection.override", _override_re)
+    weak = ruleset.compiled("injection.weak", _weak_re)
+    if weak is not None and not addresses_the_model(text, ruleset):
+        return tuple((part, False) for part in ruleset.segmenter.split(text))
     parts: list[tuple[str, bool]] = []
     after_override = False
     for part in ruleset.segmenter.split(text):
-        parts.append((part, after_override or addresses_the_model(part, ruleset)))
-        after_override = override.search(fold(part)) is not None
+        folded = _reduced(part, ruleset)
+        instructs = addresses_the_model(part, ruleset) or (
+            weak is not None and weak.search(folded) is not None
+        )
+        parts.append((part, after_override or instructs))
+        after_override = override.search(folded) is not None
     return tuple(parts)

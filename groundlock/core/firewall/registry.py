@@ -18,7 +18,12 @@ from groundlock.core.firewall.rules.form import (
     UncitedStatement,
     UnknownAnchor,
 )
-from groundlock.core.firewall.rules.instructions import InstructionFollowed
+from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
+from groundlock.core.firewall.rules.coverage import SupportCoverage
+from groundlock.core.firewall.rules.entities import UnsupportedEntity
+from groundlock.core.firewall.rules.instructions import InstructionFollowed, ObeyedInstruction
+from groundlock.core.firewall.rules.misattribution import MisattributedCitation
+from groundlock.core.firewall.rules.values import UnsupportedValue
 from groundlock.core.firewall.rules.leaks import MetaCommentary, MetadataLeak
 from groundlock.core.firewall.rules.support import NoSharedWord
 from groundlock.core.firewall.rules.unsafe import UnsafeOutput
@@ -41,7 +46,13 @@ RULES: dict[str, Rule] = {
         MetaCommentary(),
         NoSharedWord(),
         InstructionFollowed(),
+        ObeyedInstruction(),
         CitationList(),
+        MisattributedCitation(),
+        UnsupportedValue(),
+        UnsupportedEntity(),
+        ContradictsEvidence(),
+        SupportCoverage(),
     )
 }
 

@@ -10,9 +10,9 @@ finding in table order names ``failure_reason``; flagged findings are recorded o
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.execution import LLMExecutionResult
@@ -50,6 +50,8 @@ class Context:
     ruleset: Ruleset
     entries: Mapping[str, SelectedEvidence]
     """Every evidence entry of the request by anchor (not only the cited ones)."""
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What one rule computed about this answer that another reads too (per sentence)."""
 
     @cached_property
     def question(self) -> str:

@@ -7,8 +7,9 @@ A ruleset is a directory under ``groundlock/policies/rulesets/`` with its conten
   first enforced finding in this order names ``failure_reason``), each rule's default mode,
   the citation grammar, the segmentation and the numeric parameters of the rules;
 * word lists (``*.words``: whitespace-separated words, ``#`` comments, ``[section]``
-  headers) and pattern lists (``*.patterns``: one regular expression per entry, a line
-  that starts with whitespace continues the entry above, ``#`` comment lines, sections).
+  headers), pattern lists (``*.patterns``: one regular expression per entry, a line that
+  starts with whitespace continues the entry above, ``#`` comment lines, sections) and
+  line lists (``*.lines``: one entry per line, read like patterns).
 
 Changing any byte of a ruleset without a new name makes it refuse to load, so every change
 of verdicts is a new ruleset version, and an auditor reads in each stored verdict which rules
@@ -188,9 +189,9 @@ def load_ruleset(name: str) -> Ruleset:
         )
     manifest = _manifest(directory, name)
     files = {
-        path.stem: _sections(path.read_text(encoding="utf-8"), patterns=path.suffix == ".patterns")
+        path.stem: _sections(path.read_text(encoding="utf-8"), patterns=path.suffix != ".words")
         for path in sorted(directory.iterdir())
-        if path.suffix in (".words", ".patterns")
+        if path.suffix in (".words", ".patterns", ".lines")
     }
     try:
         grammar = grammar_named(manifest["grammar"])

@@ -197,3 +197,31 @@ if __name__ == "__main__":
         _admitted(loaded)
         counts = {label: sum(a.label == label for a in loaded.answers) for label in LABELS}
         print(f"{name}: ok, {len(loaded.entries)} entries, {counts}")  # noqa: T201  (a command-line tool)
+
+
+def judge_all(policy_name: str) -> list[tuple[EvalBundle, Answer, Any]]:
+    """Every answer of the set with R5's verdict on it under the policy ``policy_name``.
+
+    Each bundle goes through the real R2 and R3 once; each answer through R4 (with a
+    scripted model standing in for the provider) and R5, as in production.
+    """
+    from groundlock import (  # noqa: PLC0415  (only when judging)
+        AssembleEvidence,
+        BuildPrompt,
+        ExecuteModel,
+        load_policy,
+        validate_answer,
+    )
+    from tests.fakes.chat import ScriptedChatModel  # noqa: PLC0415
+
+    policy = load_policy(policy_name)
+    judged = []
+    for bundle in load_all():
+        prompt = (AssembleEvidence(policy=policy) | BuildPrompt(policy=policy)).invoke(
+            bundle.retrieval_bundle()
+        )
+        for answer in bundle.answers:
+            model = ScriptedChatModel(text=answer.answer)
+            execution = ExecuteModel(model=model, policy=policy).invoke(prompt)
+            judged.append((bundle, answer, validate_answer(execution, policy)))
+    return judged

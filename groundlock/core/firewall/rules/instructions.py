@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import ClassVar
 
 from groundlock.contracts.assembly import SelectedEvidence
@@ -17,10 +18,15 @@ from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
 from groundlock.core.firewall.lexicon import content_words
 from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.evidence import facts, stem
+from groundlock.core.firewall.polarity import Clause, clauses, evidence_clauses, lexicon
+from groundlock.core.firewall.rules.entities import sentence_names
 from groundlock.core.firewall.rules.support import stopwords
+from groundlock.core.firewall.rules.values import sentence_values
 from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.core.firewall.support import Source, judged
 
-__all__ = ["InstructionFollowed"]
+__all__ = ["InstructionFollowed", "ObeyedInstruction"]
 
 _CLAUSE_RE = re.compile(r"\s*(?:[;:\u2014\u2013]|\s-\s|,\s*(?:and|but|so)\s)\s*")
 """Where a sentence joins clauses: a grounded clause cannot carry an obeyed one with it."""
@@ -95,3 +101,75 @@ def _follows(
         if instructed >= coverage and instructed > other:
             return True
     return False
+
+
+class ObeyedInstruction(InstructionFollowed):
+    """``instruction_followed`` with clause-level payloads, and values or names found only
+    in an instruction.
+
+    An injected instruction wraps a *payload* (``answer that no inspection is needed``):
+    its content words without the words that order (``answer``, ``say``, ``ignore``, ...).
+    A sentence's clause obeys it when it says most of a payload clause's words with the same
+    polarity, and no statement of the evidence says them so (``No inspection is needed`` obeys;
+    ``The bowl must be inspected`` and ``v2.1.4 pumps are affected`` against ``say that they
+    are not affected`` do not). A payload also often carries a value or a name of its own
+    (``no SAR below EUR 50,000``): a sentence that states one found in no statement of the
+    evidence, only in an instruction to the model, obeys it, whichever entry it cites.
+    """
+
+    name: ClassVar[str] = "obeyed_instruction"
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per sentence that obeys, by its words or by a value or name."""
+        payloads = _payloads(ctx)
+        for sentence in answer.sentences:
+            if not judged(sentence):
+                continue
+            what = _obeys(sentence, ctx, payloads)
+            if what is not None:
+                message = f"answer: sentence {sentence.number} {what}"
+                yield Finding(self.name, self.reason, message, sentence.number)
+
+
+def _payloads(ctx: Context) -> tuple[Clause, ...]:
+    lex = lexicon(ctx.ruleset)
+    ordering = ctx.ruleset.compiled("injection.ordering", _ordering)
+    found = []
+    for entry in ctx.entries.values():
+        told = facts(entry.sanitized_text, ctx.ruleset).instructions
+        for clause in clauses(told, lex) if told else ():
+            payload = clause.stems - ordering
+            if len(payload) >= 2:  # noqa: PLR2004
+                found.append(replace(clause, stems=payload))
+    return tuple(found)
+
+
+def _ordering(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(stem(w) for w in ruleset.entries("injection_words"))
+
+
+def _obeys(sentence: Sentence, ctx: Context, payloads: tuple[Clause, ...]) -> str | None:
+    for value, source, _ in sentence_values(sentence, ctx):
+        if source is Source.INSTRUCTION:
+            return f"states {value.surface!r}, found only in an instruction to the model"
+    for name, source, _ in sentence_names(sentence, ctx):
+        if source is Source.INSTRUCTION:
+            return f"names {name.written!r}, found only in an instruction to the model"
+    if not payloads:
+        return None
+    lex = lexicon(ctx.ruleset)
+    statements = [
+        clause
+        for entry in ctx.entries.values()
+        for text in facts(entry.sanitized_text, ctx.ruleset).sentences
+        for clause in evidence_clauses(text, lex)
+    ]
+    share = ctx.ruleset.param("payload_share")
+    for clause in clauses(sentence.text, lex):
+        for payload in payloads:
+            said = clause.stems & payload.stems
+            if len(said) < share * len(payload.stems) or clause.negative != payload.negative:
+                continue
+            if not any(said <= s.stems and s.negative == clause.negative for s in statements):
+                return "says what an instruction to the model orders it to say"
+    return None

@@ -1,0 +1,126 @@
+"""Names in a sentence: proper names, acronyms and acronym expansions.
+
+``001`` P2.2 forbids new entities and acronym expansions absent from the evidence. A name
+here is a capitalised word that does not open a sentence or a clause (``The``, a list item's
+first word, the word after a colon, a bracket or a table cell's bar are capitalised by
+grammar, not because they name something), an acronym (two or more capitals), or an
+expansion written beside its acronym (``Politically Exposed Person (PEP)``). Words the
+ruleset lists as naming nothing (``Section``, ``Note``, month and day names, unit symbols)
+are left out; numbers and identifiers belong to the value rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from groundlock.core.firewall.evidence import stem
+from groundlock.core.firewall.ruleset import Ruleset
+
+__all__ = ["Name", "expansion_of", "initials_match", "names_in"]
+
+_WORD_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]|[.-](?=[^\W_]))*")
+_CLAUSE_OPENERS = frozenset(":;([{\"'\u201c\u2018\u00ab\u2014\u2013-|*_#>/\u2022!?")
+_EXPANSION_RE = re.compile(
+    r"((?:[A-Z][\w'-]*\s+(?:(?:of|and|the|for|in|on|to|de|la)\s+)?){1,7}[A-Z][\w'-]*)\s*"
+    r"\(\s*([A-Z][A-Za-z&]{1,9}s?)\s*\)"
+    r"|\b([A-Z][A-Za-z&]{1,9})\s*\(\s*((?:[A-Z][\w'-]*\s+(?:(?:of|and|the|for|in|on|to)\s+)?)"
+    r"{1,7}[A-Z][\w'-]*)\s*\)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """One name of a sentence."""
+
+    written: str
+    kind: str
+    """``name``, ``acronym`` or ``expansion``."""
+    forms: frozenset[str]
+    """Caseless forms to look for in the evidence (the word, without a possessive, its stem;
+    each part of a hyphenated word is a name of its own)."""
+
+
+def _common(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(
+        w.lower()
+        for w in (
+            *ruleset.entries("entities", "common"),
+            *ruleset.entries("abbreviations", "sentence_openers"),
+            *ruleset.entries("stopwords"),
+            *ruleset.entries("designations"),
+        )
+    )
+
+
+def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
+    """The names of a sentence's text (markers already blanked), in order."""
+    common = ruleset.compiled("entities.common", _common)
+    previous_end = 0
+    for found in _WORD_RE.finditer(text):
+        word = found.group()
+        opener = _opens_clause(text, found.start(), previous_end)
+        previous_end = found.end()
+        if not word[0].isupper() or opener:
+            continue
+        for part in re.split(r"[-.]", word.rstrip(".")):
+            yield from _name(part, common)
+
+
+def _opens_clause(text: str, start: int, previous_end: int) -> bool:
+    between = text[previous_end:start]
+    stripped = between.strip()
+    if previous_end == 0:
+        return True  # the first word of the sentence (after any list marker or bracket)
+    if stripped and stripped[-1] in _CLAUSE_OPENERS:
+        return True
+    # After an abbreviation's full stop joined into the sentence ("U.S. Food"), a word is
+    # part of a name, not a clause opener: only a full stop followed by a space counts.
+    return stripped.endswith(".") and text[previous_end - 1 : previous_end] != "."
+
+
+def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
+    bare = re.sub(r"['\u2019]s?$", "", part)
+    lower = bare.lower()
+    if len(bare) < 2 or lower in common or not bare[0].isupper():
+        return
+    if any(c.isdigit() for c in bare):
+        return  # an identifier: the value rule's
+    letters = [c for c in bare if c.isalpha()]
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        plural = lower[:-1] if bare.endswith("s") and bare[:-1].isupper() else lower
+        yield Name(bare, "acronym", frozenset({lower, plural}))
+        return
+    if len(letters) > 2 and bare[-1] == "s" and bare[:-1].isupper():
+        yield Name(bare, "acronym", frozenset({lower[:-1]}))
+        return
+    yield Name(bare, "name", frozenset({lower, stem(lower)}))
+
+
+def initials_match(acronym: str, text: str, connectors: frozenset[str]) -> bool:
+    """Whether ``text`` spells out ``acronym`` as the initials of consecutive words
+    (connectors such as ``of`` and ``and`` may be skipped)."""
+    letters = acronym.lower().rstrip("s") if acronym.endswith("s") else acronym.lower()
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    for start in range(len(words)):
+        position, index = 0, start
+        while index < len(words) and position < len(letters):
+            word = words[index]
+            if word[0] == letters[position]:
+                position += 1
+            elif word not in connectors:
+                break
+            index += 1
+        if position == len(letters) and len(letters) >= 2:
+            return True
+    return False
+
+
+def expansion_of(text: str) -> Iterator[tuple[str, str]]:
+    """``(acronym, expansion)`` for each acronym written with its expansion in ``text``."""
+    for found in _EXPANSION_RE.finditer(text):
+        if found.group(1) is not None:
+            yield found.group(2), found.group(1)
+        else:
+            yield found.group(3), found.group(4)

@@ -1,0 +1,176 @@
+"""Negation, obligation and opposites of a clause, as rule ``contradicts_evidence`` compares
+them with the evidence.
+
+A clause is *negative* when it holds a negator (``not``, ``never``, ``no``, ``prohibited``,
+...); the word a negator governs is the first content word after it (``must not exceed``:
+``exceed``; ``do not climb``: ``climb``). A clause *asserts* a word when the word follows a
+modal or an auxiliary (``may exceed``, ``is required``) or opens the clause as an order
+(``Replace the filter``). The modal before a word has a class: obligation (``must``,
+``shall``, ``required``) or permission (``may``, ``can``, ``optional``).
+
+Comparisons are made only where a sentence's clause and an evidence clause are about the
+same thing (they share the word and at least one more content word), and a contradiction is
+declared only when *no* clause of the cited evidence says it the sentence's way: evidence
+that says "do not replace the seal" and "replace the filter" supports both polarities of
+``replace``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from groundlock.core.firewall.evidence import stem
+from groundlock.core.firewall.lexicon import words
+from groundlock.core.firewall.ruleset import Ruleset
+
+__all__ = ["Clause", "Lexicon", "clauses", "lexicon"]
+
+_CLAUSE_RE = re.compile(
+    r"[;:,\u2014\u2013]|\s-\s|\b(?:and|but|while|whereas|unless|except|or|although|if|when)\b",
+    re.IGNORECASE,
+)
+_APOSTROPHE_RE = re.compile("[\u2019\u02bc\uff07]")
+
+
+@dataclass(frozen=True, eq=False)
+class Lexicon:
+    """The ruleset's polarity vocabulary."""
+
+    negators: frozenset[str]
+    neutralisers: frozenset[str]
+    skippable: frozenset[str]
+    obligation: frozenset[str]
+    permission: frozenset[str]
+    antonyms: dict[str, frozenset[str]]
+    """A stem -> the stems of its opposites."""
+    stopwords: frozenset[str]
+
+
+def _lexicon(ruleset: Ruleset) -> Lexicon:
+    antonyms: dict[str, set[str]] = {}
+    for line in ruleset.entries("antonyms"):
+        left, _, right = line.partition("|")
+        a, b = stem(left.strip().lower()), stem(right.strip().lower())
+        antonyms.setdefault(a, set()).add(b)
+        antonyms.setdefault(b, set()).add(a)
+
+    def section(name: str) -> frozenset[str]:
+        return frozenset(ruleset.entries("polarity", name))
+
+    return Lexicon(
+        negators=section("negators"),
+        neutralisers=section("neutralisers"),
+        skippable=section("skippable"),
+        obligation=section("obligation"),
+        permission=section("permission"),
+        antonyms={k: frozenset(v) for k, v in antonyms.items()},
+        stopwords=frozenset(ruleset.entries("stopwords")),
+    )
+
+
+def lexicon(ruleset: Ruleset) -> Lexicon:
+    """The polarity vocabulary of ``ruleset``, built once."""
+    return ruleset.compiled("polarity.lexicon", _lexicon)
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One clause, reduced."""
+
+    stems: frozenset[str]
+    """Stems of its content words."""
+    negative: bool
+    negated: frozenset[str]
+    """Stems of the words its negators govern."""
+    asserted: frozenset[str]
+    """Stems of the words it asserts (after a modal or auxiliary, or as an order)."""
+    modal: dict[str, str]
+    """A stem -> ``obligation`` or ``permission``, for words a modal governs."""
+    restricted: bool
+    """Its sentence restricts (``only X may ...``): its polarity says nothing comparable."""
+
+
+_MODALS = frozenset("may can could might must shall should will would do does did".split())
+"""Words after which a verb is asserted (``may exceed``, ``does indicate``)."""
+_COPULAS = frozenset("is are was were be been being".split())
+"""Words after which a participle or an obligation word is asserted (``is required``,
+``are affected``); a noun after them asserts nothing (``is the permit``)."""
+
+
+def clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
+    """The clauses of a sentence or an evidence sentence."""
+    found = []
+    for index, part in enumerate(_CLAUSE_RE.split(_APOSTROPHE_RE.sub("'", text))):
+        tokens = words(part.replace("n't", " not").replace("cannot", "can not"))
+        if tokens:
+            found.append(_clause(tokens, lex, first=index == 0))
+    restricted = any(c.restricted for c in found)
+    return tuple(replace(c, restricted=restricted) for c in found)
+
+
+@lru_cache(maxsize=4096)
+def evidence_clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
+    """:func:`clauses` of an evidence sentence (cached)."""
+    return clauses(text, lex)
+
+
+def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
+    tokens = [t for t in tokens if not any(c.isdigit() for c in t)]
+    if not tokens:
+        return Clause(frozenset(), False, frozenset(), frozenset(), {}, restricted=False)
+    content = {stem(t) for t in tokens if t not in lex.stopwords and t not in lex.negators}
+    negated: set[str] = set()
+    asserted: set[str] = set()
+    modal: dict[str, str] = {}
+    negative = False
+    pending_modal: str | None = None
+    for index, token in enumerate(tokens):
+        if token in lex.negators:
+            negative = True
+            governed = _next_content(tokens, index + 1, lex)
+            if governed is not None:
+                negated.add(stem(governed))
+            continue
+        if token in lex.obligation or token in lex.permission:
+            pending_modal = "obligation" if token in lex.obligation else "permission"
+        if token in _MODALS or token in _COPULAS:
+            following = _next_content(tokens, index + 1, lex)
+            verb_like = following is not None and (
+                token in _MODALS
+                or following.endswith("ed")
+                or following in lex.obligation
+                or following in lex.permission
+            )
+            if following is not None and verb_like:
+                asserted.add(stem(following))
+                if pending_modal is not None:
+                    modal.setdefault(stem(following), pending_modal)
+        elif token not in lex.stopwords and token not in lex.skippable:
+            pending_modal = None
+    if first and tokens[0] not in lex.stopwords and not tokens[0].endswith("ing"):
+        asserted.add(stem(tokens[0]))  # an order: "Replace the filter ..."
+    return Clause(
+        stems=frozenset(content),
+        negative=negative,
+        negated=frozenset(negated),
+        asserted=frozenset(asserted),
+        modal=modal,
+        restricted=any(t in lex.neutralisers for t in tokens),
+    )
+
+
+def _next_content(tokens: list[str], start: int, lex: Lexicon) -> str | None:
+    for token in tokens[start : start + 4]:
+        if token in lex.negators:
+            continue
+        if (
+            token in lex.skippable
+            or token in _MODALS
+            or token in _COPULAS
+            or token in lex.stopwords
+        ):
+            continue
+        return token
+    return None

@@ -1,0 +1,87 @@
+"""Names a sentence introduces: proper names, acronyms and acronym expansions its cited
+entries and the question do not contain (``001`` P2.2: no new entities, no acronym
+expansions absent from the evidence).
+
+An acronym is supported where the evidence writes it or spells out its initials
+(``Money Laundering Reporting Officer`` supports ``MLRO``); an expansion written beside its
+acronym must itself occur in the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import ClassVar
+
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
+from groundlock.core.firewall.entities import Name, expansion_of, initials_match, names_in
+from groundlock.core.firewall.lexicon import words
+from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.core.firewall.support import Source, judged, support_view
+
+__all__ = ["UnsupportedEntity", "sentence_names"]
+
+
+def _connectors(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(ruleset.entries("entities", "connectors"))
+
+
+@lru_cache(maxsize=4096)
+def _spelled_out(acronym: str, text: str, connectors: frozenset[str]) -> bool:
+    return initials_match(acronym, text, connectors)
+
+
+def sentence_names(sentence: Sentence, ctx: Context) -> tuple[tuple[Name, Source, str | None], ...]:
+    """Each name of a cited sentence with where it was found (computed once a sentence).
+
+    Headings and table header rows are labels: their capitalised words name nothing.
+    """
+    key = ("names", sentence.number)
+    found = ctx.memo.get(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    view = support_view(sentence, ctx)
+    connectors = ctx.ruleset.compiled("entities.connectors", _connectors)
+    found_names = []
+    if sentence.kind is LineKind.TEXT:
+        for name in names_in(sentence.text, ctx.ruleset):
+            source, anchor = view.word_source(name.forms)
+            if source is not Source.CITED and name.kind == "acronym":
+                texts = [f.statements for f in view.cited] + [view.question.statements]
+                if any(_spelled_out(name.written, t, connectors) for t in texts):
+                    source, anchor = Source.CITED, None
+            found_names.append((name, source, anchor))
+        for acronym, expansion in expansion_of(sentence.text):
+            wanted = " ".join(words(expansion))
+            texts = [f.statements for f in view.cited] + [view.question.statements]
+            if not any(wanted in " ".join(words(t)) for t in texts):
+                name = Name(f"{expansion} ({acronym})", "expansion", frozenset())
+                found_names.append((name, Source.NOWHERE, None))
+    result = ctx.memo[key] = tuple(found_names)
+    return result
+
+
+class UnsupportedEntity:
+    """A proper name, acronym or expansion that no entry of the request holds."""
+
+    name: ClassVar[str] = "unsupported_entity"
+    reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_ENTITY
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per sentence, naming its first such name."""
+        for sentence in answer.sentences:
+            if not judged(sentence):
+                continue
+            missing = [
+                n for n, source, _ in sentence_names(sentence, ctx) if source is Source.NOWHERE
+            ]
+            if missing:
+                name = missing[0]
+                message = (
+                    f"answer: sentence {sentence.number}: the {name.kind} {name.written!r} is "
+                    "in no evidence entry"
+                )
+                yield Finding(self.name, self.reason, message, sentence.number)

@@ -1,0 +1,60 @@
+"""A true fact cited to the wrong entry: "cited the wrong entry", not "invented".
+
+A value or a name a sentence states that occurs in another entry of the request but in
+none it cites, or a statement most of whose words come from another entry while the cited
+entries cover few of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
+from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.rules.coverage import coverage
+from groundlock.core.firewall.rules.entities import sentence_names
+from groundlock.core.firewall.rules.values import sentence_values
+from groundlock.core.firewall.support import Source, support_view
+
+__all__ = ["MisattributedCitation"]
+
+
+class MisattributedCitation:
+    """Values, names or a whole statement found only in entries the sentence does not cite."""
+
+    name: ClassVar[str] = "misattributed_citation"
+    reason: ClassVar[ReasonCode] = ReasonCode.MISATTRIBUTED_CITATION
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per sentence, naming what belongs elsewhere and where."""
+        for sentence in answer.sentences:
+            if sentence.kind is not LineKind.TEXT or not sentence.cited:
+                continue  # a heading or a label names its subject, whichever entry has it
+            message = self._misattributed(sentence, ctx)
+            if message is not None:
+                where = f"answer: sentence {sentence.number}: "
+                yield Finding(self.name, self.reason, where + message, sentence.number)
+
+    @staticmethod
+    def _misattributed(sentence: Sentence, ctx: Context) -> str | None:
+        for value, source, anchor in sentence_values(sentence, ctx):
+            if source is Source.OTHER_ENTRY:
+                return f"the {value.kind} {value.surface!r} is in {anchor}, which it does not cite"
+        for name, source, anchor in sentence_names(sentence, ctx):
+            if source is Source.OTHER_ENTRY:
+                return f"the {name.kind} {name.written!r} is in {anchor}, which it does not cite"
+        cited, best, anchor = coverage(sentence, ctx), 0.0, None
+        low = ctx.ruleset.param("misattribution_cited_below")
+        if cited >= low:
+            return None
+        view = support_view(sentence, ctx)
+        for other_anchor, other in view.others:
+            share = coverage(sentence, ctx, other)
+            if share > best:
+                best, anchor = share, other_anchor
+        if best >= ctx.ruleset.param("misattribution_other_at_least"):
+            return f"it states what {anchor} says ({best:.0%} of its words), not what it cites"
+        return None

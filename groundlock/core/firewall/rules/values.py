@@ -1,0 +1,61 @@
+"""Values a sentence states that the evidence it cites does not hold (``001`` P2.2).
+
+Every number with its unit, percentage, range, date, time and identifier of a cited sentence
+must occur, as :mod:`groundlock.core.firewall.values` normalises them, in an entry it cites
+or in the question. A value found only in an entry the sentence does not cite is
+``misattributed_citation``'s; one found only in an instruction injected into the evidence is
+``instruction_followed``'s; one found nowhere is this rule's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.evidence import vocabulary
+from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.support import Source, judged, support_view
+from groundlock.core.firewall.values import Value, values_in
+
+__all__ = ["UnsupportedValue", "sentence_values"]
+
+
+def sentence_values(
+    sentence: Sentence, ctx: Context
+) -> tuple[tuple[Value, Source, str | None], ...]:
+    """Each value of a cited sentence with where it was found (computed once a sentence)."""
+    key = ("values", sentence.number)
+    found = ctx.memo.get(key)
+    if found is None:
+        view = support_view(sentence, ctx)
+        found = ctx.memo[key] = tuple(
+            (value, *view.value_source(value))
+            for value in values_in(sentence.text, vocabulary(ctx.ruleset))
+        )
+    return found  # type: ignore[no-any-return]
+
+
+class UnsupportedValue:
+    """A number, unit, date, time or identifier no entry of the request holds."""
+
+    name: ClassVar[str] = "unsupported_value"
+    reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_VALUE
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per sentence, naming its first such value."""
+        for sentence in answer.sentences:
+            if not judged(sentence):
+                continue
+            missing = [
+                v for v, source, _ in sentence_values(sentence, ctx) if source is Source.NOWHERE
+            ]
+            if missing:
+                value = missing[0]
+                message = (
+                    f"answer: sentence {sentence.number}: the {value.kind} {value.surface!r} is "
+                    "in no evidence entry"
+                )
+                yield Finding(self.name, self.reason, message, sentence.number)

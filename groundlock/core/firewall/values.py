@@ -1,0 +1,474 @@
+"""Values in text: numbers with their units, percentages, ranges, dates, times, identifiers.
+
+``001`` P2.2 forbids an answer to introduce a numeric value, a date or an identifier its
+evidence does not hold. This module finds them in a sentence and in an evidence text, each
+reduced to *keys* that compare equal however the value is written:
+
+* numbers: thousands separators (``1,800``, ``1 800``), a decimal comma where unambiguous
+  (``3,5``), unicode minus signs and dashes, number words up to twenty before a unit
+  (``five days``), scale words (``1.2 million``), with the unit that follows (``45 Nm`` =
+  ``45 N·m`` = ``45 newton-metres``; ``5 °C`` = ``5 deg C``; up to two words between:
+  ``500 operating hours``) or the currency before (``USD 10,000`` = ``$10,000``); a range
+  (``3–5 bar``, ``3 to 5 bar``, ``between 3 and 5 bar``) gives both ends its unit;
+* percentages (``10%`` = ``10 percent``);
+* dates (``2025-06-01`` = ``1 June 2025`` = ``June 1, 2025``; ``June 2025``; ``01/06/2025``
+  read both ways) and times of day (``14:30`` = ``2:30 pm``);
+* identifiers: tokens that mix letters and digits or join three digit groups
+  (``SB-2025-017``, ``PV046``, ``v2.1.4``, ``29-11-05``), compared without case or
+  separators.
+
+In evidence, a number written without a unit supports that number with any unit
+(``torque to 45`` supports ``45 Nm``); with a unit, only that unit. Every digit run of the
+evidence also counts as a unitless number (``SB-2025-017`` holds 2025). The unit and
+currency spellings are the ruleset's (``units.words``). One pass over the tokens: linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+__all__ = ["Value", "ValueIndex", "Vocabulary", "index_values", "values_in"]
+
+_MONTHS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4,
+    "april": 4, "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8,
+    "sep": 9, "sept": 9, "september": 9, "oct": 10, "october": 10, "nov": 11,
+    "november": 11, "dec": 12, "december": 12,
+}  # fmt: skip
+_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
+}  # fmt: skip
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
+           "bn": 10**9, "mn": 10**6}  # fmt: skip
+_DASHES = str.maketrans(dict.fromkeys("\u2212\u2012\u2013\u2014\u2010\u2011\ufe63\uff0d", "-"))
+_SPACES = str.maketrans(dict.fromkeys("\u00a0\u2009\u202f\u2007\u200a", " "))
+_TOKEN_RE = re.compile(r"[^\W_]+(?:[-/.,:·][^\W_]+)*")
+_NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?")
+_RANGE_RE = re.compile(r"(\d+(?:[.,]\d+)?)-(\d+(?:[.,]\d+)?)")
+_GLUED_UNIT_RE = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
+_ISO_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+_NUMERIC_DATE_RE = re.compile(r"(\d{1,2})[/.](\d{1,2})[/.](\d{4}|\d{2})")
+_TIME_RE = re.compile(r"(\d{1,2})[:.](\d{2})(?::(\d{2}))?")
+_VALUE_RANGE_RE = re.compile(
+    r"\d{1,2}:\d{2}-\d{1,2}:\d{2}|\d+(?:[.,]\d+)?-\d+[.,]\d+|\d+[.,]\d+-\d+(?:[.,]\d+)?"
+)
+_HYPHENATED_NUMBER_RE = re.compile(r"(\d+(?:[.,]\d+)?)-([^\W\d_]+)(?:-[^\W\d_]+)*")
+_ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)", re.IGNORECASE)
+_GLUED_TIME_RE = re.compile(r"(\d{1,2})([ap])m", re.IGNORECASE)
+_DIGIT_RE = re.compile(r"\d")
+_ALPHA_RE = re.compile(r"[^\W\d_]")
+_AMPM_RE = re.compile(r"\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
+_PERCENT_RE = re.compile(r"\s*(?:%|per\s?cent\b|percent\b)", re.IGNORECASE)
+_SCALE_RE = re.compile(r"\s*(thousand|million|billion|trillion|bn|mn)\b", re.IGNORECASE)
+_RANGE_JOIN_RE = re.compile(r"^\s*(?:-|to|and|or|through|until)\s*$", re.IGNORECASE)
+_STRUCTURAL_RE = re.compile(r"(?:\bsteps?|\boptions?|\bpoints?|#)\s*$", re.IGNORECASE)
+_NOT_SKIPPED = frozenset(
+    "after before per of in on at by for from to with within over under between and or than "
+    "since until during about around into onto upon as the a an this that its their his her "
+    "each every all any".split()
+)
+_AMBIGUOUS_UNITS = frozenset("a in s d m t y n l g h v w x mi min ft".split())
+"""Unit spellings that are also words or letters: a unit only when no lowercase word
+follows (``1.8 m.`` is metres; ``5 in the manual`` is no inch)."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What the extractor needs of the ruleset: unit and currency spellings."""
+
+    units: Mapping[str, str]
+    """A unit as written, lower case (``newton metres``) -> its canonical name (``N·m``)."""
+    currency: Mapping[str, str]
+    """A currency written before a number (``usd``, ``$``) -> its canonical name."""
+    unit_re: re.Pattern[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        spellings = sorted(self.units, key=len, reverse=True)
+        alternation = "|".join(re.escape(u).replace(r"\ ", r"[\s-]*") for u in spellings)
+        unit_re = re.compile(
+            rf"[\s-]*(?:(?P<skip>(?:[a-z]{{3,}}[\s-]+){{0,2}}?))(?P<unit>{alternation})"
+            r"(?![^\W\d_]|\d)",
+            re.IGNORECASE,
+        )
+        object.__setattr__(self, "unit_re", unit_re)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """One value found in a text."""
+
+    kind: str
+    """``number``, ``date``, ``time`` or ``identifier``."""
+    surface: str
+    """As written (for messages)."""
+    keys: frozenset[tuple[object, ...]]
+    """What it may be read as; a value is supported when one of its keys is."""
+
+
+@dataclass
+class ValueIndex:
+    """Every key of every value of a text, for lookups."""
+
+    keys: set[tuple[object, ...]] = field(default_factory=set)
+    numbers: dict[Decimal, set[str | None]] = field(default_factory=dict)
+    """Each number with the units it occurs with (None: without a unit)."""
+
+    def add(self, value: Value) -> None:
+        """Index ``value``'s keys."""
+        for key in value.keys:
+            if key[0] == "n":
+                number, unit = key[1], key[2]
+                if isinstance(number, Decimal):
+                    self.numbers.setdefault(number, set()).add(
+                        unit if isinstance(unit, str) else None
+                    )
+            else:
+                self.keys.add(key)
+
+    def update(self, other: ValueIndex) -> None:
+        """Add every key of ``other``."""
+        self.keys |= other.keys
+        for number, units in other.numbers.items():
+            self.numbers.setdefault(number, set()).update(units)
+
+    def supports(self, value: Value) -> bool:
+        """Whether some key of ``value`` is here (a number: with its unit, or unitless)."""
+        for key in value.keys:
+            if key[0] != "n":
+                if key in self.keys:
+                    return True
+                continue
+            units = self.numbers.get(key[1])  # type: ignore[arg-type]
+            if units is not None and (key[2] is None or key[2] in units or None in units):
+                return True
+        return False
+
+
+def _readings(text: str) -> set[Decimal]:
+    """The numbers a digit string may mean: ``1,800`` 1800 (or 1.8), ``3,5`` 3.5,
+    ``1.800`` 1.8 (or 1800)."""
+    readings: set[Decimal] = set()
+    try:
+        if "," in text and "." not in text:
+            head, tail = text.rsplit(",", 1)
+            if len(tail) == 3:
+                readings.add(Decimal(text.replace(",", "")))
+                if "," not in head:
+                    readings.add(Decimal(f"{head}.{tail}"))
+            elif text.count(",") == 1:
+                readings.add(Decimal(f"{head}.{tail}"))
+        else:
+            readings.add(Decimal(text.replace(",", "")))
+            head, _, tail = text.partition(".")
+            if len(tail) == 3 and len(head) <= 3 and "," not in text:
+                readings.add(Decimal(head + tail))
+    except InvalidOperation:
+        return set()
+    return {r.normalize() for r in readings}
+
+
+def normalised(text: str) -> str:
+    """``text`` with one kind of dash and minus, and plain spaces (lengths kept)."""
+    return text.translate(_DASHES).translate(_SPACES)
+
+
+class _Reader:
+    """One pass over one text's tokens."""
+
+    def __init__(self, text: str, vocabulary: Vocabulary, *, evidence: bool = False) -> None:
+        self.evidence = evidence
+        """Reading evidence: every number word counts, with or without a unit."""
+        self.text = normalised(text)
+        self.vocabulary = vocabulary
+        self.tokens = list(_TOKEN_RE.finditer(self.text))
+        self.starts = {token.start(): index for index, token in enumerate(self.tokens)}
+        self.used: set[int] = set()
+
+    def values(self) -> Iterator[Value]:
+        pending: list[tuple[Value, int]] = []  # unitless numbers a range's unit may reach
+        for index, token in enumerate(self.tokens):
+            if index in self.used:
+                continue
+            for value in self._read(index, token):
+                unit = _unit_of(value)
+                if value.kind == "number" and unit is None:
+                    pending.append((value, token.end()))
+                elif value.kind == "number":
+                    for earlier, end in pending[-2:]:
+                        if _RANGE_JOIN_RE.match(self.text[end : token.start()]):
+                            yield _with_unit(earlier, unit)
+                    pending = []
+                yield value
+
+    def _read(self, index: int, token: re.Match[str]) -> Iterator[Value]:  # noqa: C901, PLR0911, PLR0912
+        word = token.group()
+        lower = word.lower()
+        if lower.rstrip(".") in _MONTHS and not _DIGIT_RE.search(word):
+            date = self._month_first(index)
+            if date is not None:
+                yield date
+            return
+        if not _DIGIT_RE.search(word):
+            if lower in _NUMBER_WORDS:
+                unit, _ = self._unit_after(token.end())
+                # A number word is a value where it counts a unit ("five days"); "one" is
+                # "a" or "a single" as often as it is a count, and stays a word.
+                if unit is not None and lower != "one":
+                    key = ("n", Decimal(_NUMBER_WORDS[lower]), unit)
+                    yield Value("number", word, frozenset({key}))
+                elif self.evidence:
+                    key = ("n", Decimal(_NUMBER_WORDS[lower]), unit)
+                    yield Value("number", word, frozenset({key}))
+            return
+        if "-" in word and _VALUE_RANGE_RE.fullmatch(word):
+            # "08:00-18:00", "2.6-3.2": each end on its own (a range of identifiers or of
+            # "29-11-05" sections is not this shape: those keep their hyphens).
+            low, _, high = word.partition("-")
+            yield from self._read_part(low, token.start())
+            yield from self._read_part(high, token.start() + len(low) + 1)
+            return
+        if (found := _HYPHENATED_NUMBER_RE.fullmatch(word)) is not None:
+            # "30-day", "500-per-pallet": a number and the words it qualifies.
+            unit = self.vocabulary.units.get(found[2].lower())
+            keys = frozenset(("n", r, unit) for r in _readings(found[1]))
+            yield Value("number", word, keys)
+            return
+        if (found := _ISO_RE.fullmatch(word)) is not None:
+            yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
+            return
+        if (found := _NUMERIC_DATE_RE.fullmatch(word)) is not None:
+            yield from _numeric_date(word, found)
+            return
+        if (found := _TIME_RE.fullmatch(word)) is not None and (
+            ":" in word or _AMPM_RE.match(self.text, token.end())
+        ):
+            yield from self._time(word, int(found[1]), int(found[2]), token.end())
+            return
+        if word.isdigit() and len(word) <= 2:
+            date = self._day_first(index)
+            if date is not None:
+                yield date
+                return
+            ampm = _AMPM_RE.match(self.text, token.end())
+            if ampm is not None:
+                yield from self._time(word, int(word), 0, token.end())
+                return
+        if _NUMBER_RE.fullmatch(word):
+            yield self._number(word, token.start(), token.end())
+            return
+        if (found := _RANGE_RE.fullmatch(word)) is not None:
+            first = self._number(found[1], token.start(), token.start() + len(found[1]))
+            second = self._number(found[2], token.start() + found.start(2), token.end())
+            unit = _unit_of(second)
+            yield _with_unit(first, unit) if unit else first
+            yield second
+            return
+        if (found := _ORDINAL_RE.fullmatch(word)) is not None:
+            yield self._number(found[1], token.start(), token.end())
+            return
+        if (found := _GLUED_TIME_RE.fullmatch(word)) is not None:
+            hour = int(found[1]) % 12 + (12 if found[2].lower() == "p" else 0)
+            if int(found[1]) <= 12:
+                yield Value("time", word, frozenset({("t", hour * 60)}))
+            return
+        if (found := _GLUED_UNIT_RE.fullmatch(word.replace("-", ""))) is not None:
+            unit = self.vocabulary.units.get(found[2].lower())
+            if unit is not None:
+                for reading in _readings(found[1]):
+                    yield Value("number", word, frozenset({("n", reading, unit)}))
+                return
+        if _ALPHA_RE.search(word) or word.count("-") + word.count("/") + word.count(".") >= 2:
+            compact = re.sub(r"[\W_]", "", word).upper()
+            keys = {("id", compact)}
+            if compact[0] == "V" and compact[1:].isdigit():
+                keys.add(("id", compact[1:]))  # "v2.1.4" is version 2.1.4
+            elif compact.isdigit():
+                keys.add(("id", f"V{compact}"))
+            yield Value("identifier", word, frozenset(keys))
+
+    def _read_part(self, part: str, start: int) -> Iterator[Value]:
+        time = _TIME_RE.fullmatch(part)
+        if time is not None and ":" in part:
+            yield from self._time(part, int(time[1]), int(time[2]), start + len(part))
+        elif _NUMBER_RE.fullmatch(part):
+            yield self._number(part, start, start + len(part))
+
+    def _number(self, digits: str, start: int, end: int) -> Value:
+        readings = _readings(digits)
+        text = self.text
+        # Thousands grouped with spaces: "10 000 000".
+        while re.match(r" \d{3}(?!\d|[.,]\d)", text[end : end + 6]) and "," not in digits:
+            following = self._token_at(end + 1)
+            if following is None:
+                break
+            self.used.add(following)
+            digits += text[end + 1 : end + 4]
+            end += 4
+            readings = _readings(digits)
+        negative = (
+            start > 0 and text[start - 1] == "-" and (start < 2 or not text[start - 2].isalnum())
+        )
+        unit: str | None = None
+        if (percent := _PERCENT_RE.match(text, end)) is not None:
+            unit, end = "%", percent.end()
+        elif (scale := _SCALE_RE.match(text, end)) is not None:
+            factor = _SCALES[scale[1].lower()]
+            readings |= {(r * factor).normalize() for r in readings}
+            end = scale.end()
+        if unit is None:
+            unit = self._currency_before(start)
+        if unit is None:
+            unit, end = self._unit_after(end)
+        signs = (-1, 1) if negative else (1,)
+        # A minus the evidence writes as a word ("down 2.3%") is matched by the bare number;
+        # a minus dropped from the evidence's number is not.
+        keys: frozenset[tuple[object, ...]] = frozenset(
+            ("n", (sign * r).normalize(), unit) for r in readings for sign in signs
+        )
+        if unit is None and _STRUCTURAL_RE.search(text[max(0, start - 10) : start]):
+            keys = frozenset({("structural",)})  # "Step 3": the answer's own numbering
+        return Value("number", text[start:end].strip(), keys)
+
+    def _token_at(self, position: int) -> int | None:
+        return self.starts.get(position)
+
+    def _unit_after(self, at: int) -> tuple[str | None, int]:
+        found = self.vocabulary.unit_re.match(self.text, at)
+        if found is None:
+            return None, at
+        if found["skip"] and set(found["skip"].lower().split()) & _NOT_SKIPPED:
+            return None, at  # "142.18 after hours": a preposition ends the number's phrase
+        written = re.sub(r"[\s-]+", " ", found["unit"].lower()).strip()
+        if written in _AMBIGUOUS_UNITS and re.match(r" +[a-z]", self.text[found.end() :]):
+            return None, at  # "5 in the manual", "3 a day": a word, not a unit
+        unit = self.vocabulary.units.get(written)
+        if unit is None:
+            unit = self.vocabulary.units.get(written.replace(" ", ""))
+        return (unit, found.end()) if unit is not None else (None, at)
+
+    def _currency_before(self, start: int) -> str | None:
+        before = self.text[max(0, start - 6) : start].lower().rstrip()
+        for written, name in self.vocabulary.currency.items():
+            if before.endswith(written) and (
+                len(before) == len(written) or not before[-len(written) - 1].isalnum()
+            ):
+                return name
+        return None
+
+    def _time(self, word: str, hour: int, minute: int, end: int) -> Iterator[Value]:
+        ampm = _AMPM_RE.match(self.text, end)
+        if ampm is not None:
+            if not 1 <= hour <= 12:
+                return
+            hour = hour % 12 + (12 if ampm[1].lower() == "p" else 0)
+            word = f"{word}{ampm.group()}"
+        if hour <= 24 and minute <= 59:
+            yield Value("time", word.strip(), frozenset({("t", hour * 60 + minute)}))
+
+    def _next(self, index: int, gap: int = 8) -> re.Match[str] | None:
+        if index + 1 >= len(self.tokens):
+            return None
+        token, following = self.tokens[index], self.tokens[index + 1]
+        between = self.text[token.end() : following.start()]
+        return following if len(between) <= gap and "\n" not in between else None
+
+    def _year_after(self, index: int) -> int | None:
+        following = self._next(index, gap=3)
+        if following is not None and re.fullmatch(r"\d{4}", following.group()):
+            self.used.add(index + 1)
+            return int(following.group())
+        return None
+
+    def _month_first(self, index: int) -> Value | None:
+        month = _MONTHS[self.tokens[index].group().lower().rstrip(".")]
+        following = self._next(index, gap=3)
+        if following is None:
+            return None
+        written = following.group()
+        start = self.tokens[index].start()
+        day = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?", written, re.IGNORECASE)
+        if day is not None and self.text[following.end() : following.end() + 1] != ":":
+            self.used.add(index + 1)
+            year = self._year_after(index + 1)
+            end = self.tokens[index + 2].end() if year is not None else following.end()
+            return next(_date(self.text[start:end], year, month, int(day[1])), None)
+        if re.fullmatch(r"\d{4}", written):
+            self.used.add(index + 1)
+            return next(_date(self.text[start : following.end()], int(written), month, None), None)
+        return None
+
+    def _day_first(self, index: int) -> Value | None:
+        following = self._next(index, gap=3)
+        if following is not None and following.group().lower() == "of":
+            following = self._next(index + 1, gap=3)
+            skip = 2
+        else:
+            skip = 1
+        if following is None or following.group().lower().rstrip(".") not in _MONTHS:
+            return None
+        for offset in range(1, skip + 1):
+            self.used.add(index + offset)
+        year = self._year_after(index + skip)
+        month = _MONTHS[following.group().lower().rstrip(".")]
+        last = self.tokens[index + skip + (1 if year is not None else 0)]
+        surface = self.text[self.tokens[index].start() : last.end()]
+        return next(_date(surface, year, month, int(self.tokens[index][0])), None)
+
+
+def _unit_of(value: Value) -> str | None:
+    return next((k[2] for k in value.keys if k[0] == "n" and isinstance(k[2], str)), None)
+
+
+def _with_unit(value: Value, unit: str | None) -> Value:
+    keys = frozenset(("n", k[1], unit) if k[0] == "n" else k for k in value.keys)
+    return Value(value.kind, value.surface, keys)
+
+
+def _date(surface: str, year: int | None, month: int, day: int | None) -> Iterator[Value]:
+    if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+        return
+    if year is not None and day is not None:
+        key: tuple[object, ...] = ("ymd", year, month, day)
+    elif year is not None:
+        key = ("ym", year, month)
+    else:
+        key = ("md", month, day)
+    yield Value("date", surface, frozenset({key}))
+
+
+def _numeric_date(surface: str, found: re.Match[str]) -> Iterator[Value]:
+    a, b, year = int(found[1]), int(found[2]), int(found[3])
+    year += 2000 if year < 100 else 0
+    keys = {("ymd", year, m, d) for d, m in ((a, b), (b, a)) if 1 <= m <= 12 and 1 <= d <= 31}
+    if keys:
+        yield Value("date", surface, frozenset(keys))
+
+
+def values_in(text: str, vocabulary: Vocabulary, *, evidence: bool = False) -> Iterator[Value]:
+    """Every value of ``text``, in order (of evidence: number words without units too)."""
+    return _Reader(text, vocabulary, evidence=evidence).values()
+
+
+def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:
+    """Every value of an evidence ``text``, indexed with the parts it holds."""
+    index = ValueIndex()
+    for value in values_in(text, vocabulary, evidence=True):
+        index.add(value)
+        for key in value.keys:
+            if key[0] == "ymd":
+                _, year, month, day = key
+                index.keys.update({("ym", year, month), ("md", month, day)})
+        if value.kind != "number":
+            # The digits inside an identifier, a date or a time are numbers of the evidence
+            # too (``SB-2025-017`` holds 2025), written without a unit.
+            for part in re.findall(r"\d+", value.surface):
+                index.numbers.setdefault(Decimal(part).normalize(), set()).add(None)
+    index.keys.add(("structural",))
+    return index
