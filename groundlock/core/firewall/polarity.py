@@ -32,6 +32,8 @@ _CLAUSE_RE = re.compile(
     re.IGNORECASE,
 )
 _APOSTROPHE_RE = re.compile("[\u2019\u02bc\uff07]")
+_JOINED_RE = re.compile(r"\b(?:counter|anti)[- ]?clockwise\b", re.IGNORECASE)
+"""Prefixed words whose parts would read as the word they oppose (``counter-clockwise``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +44,12 @@ class Lexicon:
     neutralisers: frozenset[str]
     skippable: frozenset[str]
     obligation: frozenset[str]
+    strict_obligation: frozenset[str]
+    """Obligation words whose negation forbids (``must not``) rather than permits."""
+    recommendation: frozenset[str]
     permission: frozenset[str]
+    adjectival: frozenset[str]
+    """Modal words that follow what they qualify (``is optional``, ``is mandatory``)."""
     antonyms: dict[str, frozenset[str]]
     """A stem -> the stems of its opposites."""
     stopwords: frozenset[str]
@@ -64,7 +71,10 @@ def _lexicon(ruleset: Ruleset) -> Lexicon:
         neutralisers=section("neutralisers"),
         skippable=section("skippable"),
         obligation=section("obligation"),
+        strict_obligation=section("strict_obligation"),
+        recommendation=section("recommendation"),
         permission=section("permission"),
+        adjectival=section("adjectival"),
         antonyms={k: frozenset(v) for k, v in antonyms.items()},
         stopwords=frozenset(ruleset.entries("stopwords")),
     )
@@ -85,9 +95,16 @@ class Clause:
     negated: frozenset[str]
     """Stems of the words its negators govern."""
     asserted: frozenset[str]
-    """Stems of the words it asserts (after a modal or auxiliary, or as an order)."""
+    """Stems of the words it asserts: after a modal or a copula (``may exceed``, ``is
+    required``), or as a past tense (``charged``)."""
+    order: str | None
+    """The stem of the verb it opens with as an order (``Replace the filter``), if any: a
+    guess (a sentence may open with an adjective), so it only ever meets an order."""
+    negated_order: bool
+    """It is a negated order (``Do not replace ...``, ``Never open ...``)."""
     modal: dict[str, str]
-    """A stem -> ``obligation`` or ``permission``, for words a modal governs."""
+    """A stem -> the modality a modal word gives it (``must not exceed``: ``exceed`` ->
+    ``prohibition``)."""
     restricted: bool
     """Its sentence restricts (``only X may ...``): its polarity says nothing comparable."""
 
@@ -102,6 +119,7 @@ _COPULAS = frozenset("is are was were be been being".split())
 def clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
     """The clauses of a sentence or an evidence sentence."""
     found = []
+    text = _JOINED_RE.sub(lambda m: m.group().replace("-", "").replace(" ", ""), text)
     for index, part in enumerate(_CLAUSE_RE.split(_APOSTROPHE_RE.sub("'", text))):
         tokens = words(part.replace("n't", " not").replace("cannot", "can not"))
         if tokens:
@@ -119,13 +137,12 @@ def evidence_clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
 def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
     tokens = [t for t in tokens if not any(c.isdigit() for c in t)]
     if not tokens:
-        return Clause(frozenset(), False, frozenset(), frozenset(), {}, restricted=False)
+        return Clause(frozenset(), False, frozenset(), frozenset(), None, False, {}, False)
     content = {stem(t) for t in tokens if t not in lex.stopwords and t not in lex.negators}
     negated: set[str] = set()
     asserted: set[str] = set()
     modal: dict[str, str] = {}
     negative = False
-    pending_modal: str | None = None
     for index, token in enumerate(tokens):
         if token in lex.negators:
             negative = True
@@ -133,8 +150,15 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
             if governed is not None:
                 negated.add(stem(governed))
             continue
-        if token in lex.obligation or token in lex.permission:
-            pending_modal = "obligation" if token in lex.obligation else "permission"
+        label = _modality(tokens, index, lex)
+        if label is not None:
+            governed = _governed(tokens, index + 1, lex)
+            if governed is not None and token not in lex.adjectival:
+                modal.setdefault(stem(governed), label)
+            elif token in lex.adjectival and index and tokens[index - 1] in _COPULAS | lex.negators:
+                # "Documenting a breach is optional": the label is the clause's.
+                for word in content:
+                    modal.setdefault(word, label)
         if token in _MODALS or token in _COPULAS:
             following = _next_content(tokens, index + 1, lex)
             verb_like = following is not None and (
@@ -145,20 +169,53 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
             )
             if following is not None and verb_like:
                 asserted.add(stem(following))
-                if pending_modal is not None:
-                    modal.setdefault(stem(following), pending_modal)
-        elif token not in lex.stopwords and token not in lex.skippable:
-            pending_modal = None
-    if first and tokens[0] not in lex.stopwords and not tokens[0].endswith("ing"):
-        asserted.add(stem(tokens[0]))  # an order: "Replace the filter ..."
+    for index, token in enumerate(tokens):
+        if index and token.endswith("ed") and tokens[index - 1] not in lex.stopwords:
+            asserted.add(stem(token))  # "The SEC charged ...", "he was eventually appointed"
+    order = None
+    if first and tokens[0] not in lex.stopwords and not tokens[0].endswith(("ing", "ed")):
+        order = stem(tokens[0])
     return Clause(
         stems=frozenset(content),
         negative=negative,
         negated=frozenset(negated),
         asserted=frozenset(asserted),
+        order=order,
+        negated_order=tokens[0] in ("never", "do", "don't") and negative,
         modal=modal,
         restricted=any(t in lex.neutralisers for t in tokens),
     )
+
+
+def _modality(tokens: list[str], index: int, lex: Lexicon) -> str | None:
+    """The modality a modal word at ``index`` gives, negation included: ``obligation``,
+    ``recommendation``, ``permission``, ``prohibition`` or ``discouraged`` (or None)."""
+    token = tokens[index]
+    around = tokens[max(0, index - 2) : index] + tokens[index + 1 : index + 3]
+    negated = any(t in lex.negators for t in around)
+    if token in lex.obligation:
+        if not negated:
+            return "obligation"
+        # "must not" forbids; "need not", "not required", "no obligation" permit.
+        return "prohibition" if token in lex.strict_obligation else "permission"
+    if token in lex.recommendation:
+        return "discouraged" if negated else "recommendation"
+    if token in lex.permission:
+        return "prohibition" if negated else "permission"
+    return None
+
+
+def _governed(tokens: list[str], start: int, lex: Lexicon) -> str | None:
+    """The verb a modal word governs: the next word after ``be``, ``not``, ``to`` and
+    adverbs; None when an article or another function word comes first (``needs a permit``
+    governs no verb)."""
+    for token in tokens[start : start + 4]:
+        if token in lex.negators or token in lex.skippable or token in _COPULAS or token == "to":
+            continue
+        if token.endswith("ly") or token in _MODALS:
+            continue
+        return None if token in lex.stopwords else token
+    return None
 
 
 def _next_content(tokens: list[str], start: int, lex: Lexicon) -> str | None:

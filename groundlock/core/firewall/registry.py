@@ -18,6 +18,7 @@ from groundlock.core.firewall.rules.form import (
     UncitedStatement,
     UnknownAnchor,
 )
+from groundlock.core.firewall.rules.binding import SwappedDetail
 from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
 from groundlock.core.firewall.rules.coverage import SupportCoverage
 from groundlock.core.firewall.rules.entities import UnsupportedEntity
@@ -52,6 +53,7 @@ RULES: dict[str, Rule] = {
         UnsupportedValue(),
         UnsupportedEntity(),
         ContradictsEvidence(),
+        SwappedDetail(),
         SupportCoverage(),
     )
 }

@@ -60,6 +60,25 @@ _VALUE_RANGE_RE = re.compile(
     r"\d{1,2}:\d{2}-\d{1,2}:\d{2}|\d+(?:[.,]\d+)?-\d+[.,]\d+|\d+[.,]\d+-\d+(?:[.,]\d+)?"
 )
 _HYPHENATED_NUMBER_RE = re.compile(r"(\d+(?:[.,]\d+)?)-([^\W\d_]+)(?:-[^\W\d_]+)*")
+_BOUND_BEFORE_RE = re.compile(
+    r"(?:(?P<lower>\bat\s+least|\bn[o']t?\s+(?:less|fewer)\s+than|\bminimum(?:\s+of)?|\bmin\.?"
+    r"|\bmore\s+than|\bover|\babove|\bexceeding|\bin\s+excess\s+of|\bgreater\s+than"
+    r"|\bupwards\s+of|\bn(?:o|ot)\s+earlier\s+than|\bnot\s+before|\bat\s+or\s+above)"
+    r"|(?P<upper>\bat\s+most|\bn(?:o|ot)\s+more\s+than|\bmaximum(?:\s+of)?|\bmax\.?|\bup\s+to"
+    r"|\bless\s+than|\bfewer\s+than|\bunder|\bbelow|\bnearly|\balmost|\bn(?:o|ot)\s+later\s+than"
+    r"|\bnot\s+(?:to\s+)?exceed|\bat\s+or\s+below|\bwithin))\s*[~≈]?\s*$"
+)
+_BOUND_AFTER_RE = re.compile(
+    r"\s*(?:(?P<lower>or\s+(?:more|above|higher|greater|over|later|longer)|and\s+(?:above|over)|\+)"
+    r"|(?P<upper>or\s+(?:less|below|lower|fewer|under|earlier|shorter)|and\s+(?:below|under)))\b"
+)
+_SCALED_RANGE_END_RE = re.compile(
+    r"\s*(?:-|to)\s*(?P<currency>[$€£¥]|usd|eur|gbp)?\s*\d[\d.,]*\s*"
+    r"(?P<scale>thousand|million|billion|trillion|bn|mn)\b",
+    re.IGNORECASE,
+)
+_NEGATED_BOUND_RE = re.compile(r"\b(?:not|never|n't)\s+(?:[a-z]+\s+){0,2}$")
+_CURRENCY_SYMBOLS_RE = re.compile(r"[$€£¥]|\b(?:usd|eur|gbp|us\$)\b|\s+$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)", re.IGNORECASE)
 _GLUED_TIME_RE = re.compile(r"(\d{1,2})([ap])m", re.IGNORECASE)
 _DIGIT_RE = re.compile(r"\d")
@@ -110,6 +129,11 @@ class Value:
     """As written (for messages)."""
     keys: frozenset[tuple[object, ...]]
     """What it may be read as; a value is supported when one of its keys is."""
+    scale: int = 1
+    """For a number: the scale word it was written with (``billion``: 10**9)."""
+    bound: str | None = None
+    """For a number: ``lower`` (``at least 30``, ``30 or more``), ``upper`` (``at most 30``,
+    ``must not exceed 30``, ``no later than``), or None (as stated)."""
 
 
 @dataclass
@@ -119,6 +143,8 @@ class ValueIndex:
     keys: set[tuple[object, ...]] = field(default_factory=set)
     numbers: dict[Decimal, set[str | None]] = field(default_factory=dict)
     """Each number with the units it occurs with (None: without a unit)."""
+    bounds: dict[Decimal, set[str | None]] = field(default_factory=dict)
+    """Each number with the bounds it is stated with (None: as stated)."""
 
     def add(self, value: Value) -> None:
         """Index ``value``'s keys."""
@@ -129,6 +155,7 @@ class ValueIndex:
                     self.numbers.setdefault(number, set()).add(
                         unit if isinstance(unit, str) else None
                     )
+                    self.bounds.setdefault(number, set()).add(value.bound)
             else:
                 self.keys.add(key)
 
@@ -137,6 +164,16 @@ class ValueIndex:
         self.keys |= other.keys
         for number, units in other.numbers.items():
             self.numbers.setdefault(number, set()).update(units)
+        for number, bounds in other.bounds.items():
+            self.bounds.setdefault(number, set()).update(bounds)
+
+    def bounds_of(self, value: Value) -> set[str | None]:
+        """The bounds the evidence states ``value``'s number with (empty: not stated)."""
+        found: set[str | None] = set()
+        for key in value.keys:
+            if key[0] == "n" and isinstance(key[1], Decimal):
+                found |= self.bounds.get(key[1], set())
+        return found
 
     def supports(self, value: Value) -> bool:
         """Whether some key of ``value`` is here (a number: with its unit, or unitless)."""
@@ -147,7 +184,7 @@ class ValueIndex:
                 continue
             units = self.numbers.get(key[1])  # type: ignore[arg-type]
             if units is not None and (key[2] is None or key[2] in units or None in units):
-                return True
+                return True  # (a digit run inside an identifier, "#", supports a bare number)
         return False
 
 
@@ -316,11 +353,18 @@ class _Reader:
             start > 0 and text[start - 1] == "-" and (start < 2 or not text[start - 2].isalnum())
         )
         unit: str | None = None
+        scale_factor = 1
         if (percent := _PERCENT_RE.match(text, end)) is not None:
             unit, end = "%", percent.end()
+        elif (ahead := _SCALED_RANGE_END_RE.match(text, end)) is not None and (
+            bool(ahead["currency"]) == bool(self._currency_before(start))
+        ):
+            # "$1.30-$1.35 billion", "1.2 to 1.5 million": the range's end scales both ends.
+            scale_factor = _SCALES[ahead["scale"].lower()]
+            readings = {(r * scale_factor).normalize() for r in readings}
         elif (scale := _SCALE_RE.match(text, end)) is not None:
-            factor = _SCALES[scale[1].lower()]
-            readings |= {(r * factor).normalize() for r in readings}
+            scale_factor = _SCALES[scale[1].lower()]
+            readings = {(r * scale_factor).normalize() for r in readings}  # $1.3 bn is 1.3e9
             end = scale.end()
         if unit is None:
             unit = self._currency_before(start)
@@ -334,7 +378,20 @@ class _Reader:
         )
         if unit is None and _STRUCTURAL_RE.search(text[max(0, start - 10) : start]):
             keys = frozenset({("structural",)})  # "Step 3": the answer's own numbering
-        return Value("number", text[start:end].strip(), keys)
+        bound = self._bound(start, end)
+        return Value("number", text[start:end].strip(), keys, scale=scale_factor, bound=bound)
+
+    def _bound(self, start: int, end: int) -> str | None:
+        before = _CURRENCY_SYMBOLS_RE.sub("", self.text[max(0, start - 32) : start].lower())
+        if (found := _BOUND_BEFORE_RE.search(before)) is not None:
+            bound = "lower" if found["lower"] else "upper"
+            if _NEGATED_BOUND_RE.search(before[: found.start()]):
+                # "must not go above 1.5 bar", "not exceeding EUR 25": the other bound
+                bound = "upper" if bound == "lower" else "lower"
+            return bound
+        if (found := _BOUND_AFTER_RE.match(self.text, end)) is not None:
+            return "lower" if found["lower"] else "upper"
+        return None
 
     def _token_at(self, position: int) -> int | None:
         return self.starts.get(position)
@@ -428,7 +485,7 @@ def _unit_of(value: Value) -> str | None:
 
 def _with_unit(value: Value, unit: str | None) -> Value:
     keys = frozenset(("n", k[1], unit) if k[0] == "n" else k for k in value.keys)
-    return Value(value.kind, value.surface, keys)
+    return Value(value.kind, value.surface, keys, scale=value.scale, bound=value.bound)
 
 
 def _date(surface: str, year: int | None, month: int, day: int | None) -> Iterator[Value]:
@@ -465,10 +522,11 @@ def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:
             if key[0] == "ymd":
                 _, year, month, day = key
                 index.keys.update({("ym", year, month), ("md", month, day)})
-        if value.kind != "number":
-            # The digits inside an identifier, a date or a time are numbers of the evidence
-            # too (``SB-2025-017`` holds 2025), written without a unit.
+        if value.kind in ("identifier", "date"):
+            # The digits inside an identifier or a date are numbers of the evidence too
+            # (``SB-2025-017`` holds 2025), but only for a number written without a unit:
+            # ``CCP-1`` supports "1", not "1 mL/min".
             for part in re.findall(r"\d+", value.surface):
-                index.numbers.setdefault(Decimal(part).normalize(), set()).add(None)
+                index.numbers.setdefault(Decimal(part).normalize(), set()).add("#")
     index.keys.add(("structural",))
     return index

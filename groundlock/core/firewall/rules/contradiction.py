@@ -22,7 +22,8 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.polarity import Clause, Lexicon, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.support import judged, support_view
+from groundlock.core.firewall.rules.values import sentence_values
+from groundlock.core.firewall.support import Source, judged, support_view
 
 __all__ = ["ContradictsEvidence"]
 
@@ -46,7 +47,24 @@ class ContradictsEvidence:
                 yield Finding(self.name, self.reason, message, sentence.number)
 
 
+def _bounds(sentence: Sentence, ctx: Context) -> str | None:
+    """A value stated with the opposite bound to every cited statement of it (``at most 30``
+    where the evidence says ``at least 30``; ``or below`` for ``or above``)."""
+    cited = support_view(sentence, ctx).cited_values()
+    for value, source, _ in sentence_values(sentence, ctx):
+        if value.bound is None or source is not Source.CITED:
+            continue
+        stated = cited.bounds_of(value)
+        opposite = "upper" if value.bound == "lower" else "lower"
+        if stated and stated == {opposite}:
+            return f"states {value.surface!r} as a {value.bound} bound; its evidence, as {opposite}"
+    return None
+
+
 def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
+    found = _bounds(sentence, ctx)
+    if found is not None:
+        return found
     view = support_view(sentence, ctx)
     evidence = [
         clause
@@ -65,10 +83,9 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
         if not aligned:
             continue
         found = _polarity(clause, aligned) or _modality(clause, aligned)
-        found = found or _opposite(clause, aligned, lex, evidence)
         if found is not None:
             return found
-    return None
+    return _opposite(sentence, ctx, lex)
 
 
 def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
@@ -76,37 +93,48 @@ def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
         holding = [e for e in aligned if word in e.stems]
         if not holding:
             continue
-        if word in clause.asserted and not clause.negative:
+        asserts = word in clause.asserted or word == clause.order
+        if asserts and not clause.negative:
             if all(e.negative for e in holding) and any(word in e.negated for e in holding):
                 return f"asserts {word!r} where its evidence negates it"
         if word in clause.negated and not any(e.negative for e in holding):
-            if any(word in e.asserted for e in holding):
+            # An evidence sentence's first word is taken for an order only against an
+            # order: "Punitive damages are denied" opens with no verb.
+            if any(
+                word in e.asserted or (clause.negated_order and word == e.order) for e in holding
+            ):
                 return f"negates {word!r} where its evidence asserts it"
     return None
 
 
 def _modality(clause: Clause, aligned: list[Clause]) -> str | None:
-    for word, kind in clause.modal.items():
+    for word, label in clause.modal.items():
         others = {e.modal[word] for e in aligned if word in e.modal}
-        if (
-            others
-            and kind not in others
-            and not any(e.negative != clause.negative for e in aligned if word in e.modal)
-        ):
-            return f"says {word!r} is {kind} where its evidence makes it {others.pop()}"
+        if others and label not in others:
+            return f"says {word!r} is a matter of {label} where its evidence says {others.pop()}"
     return None
 
 
-def _opposite(
-    clause: Clause, aligned: list[Clause], lex: Lexicon, evidence: list[Clause]
-) -> str | None:
-    best = max(aligned, key=lambda e: len(clause.stems & e.stems))
-    for word in clause.stems:
-        opposites = lex.antonyms.get(word)
-        if not opposites or word in best.stems:
-            continue
-        if opposites & best.stems and not opposites & clause.stems:
-            if not any(word in e.stems for e in evidence if len(clause.stems & e.stems) >= 3):  # noqa: PLR2004
-                opposite = sorted(opposites & best.stems)[0]
-                return f"says {word!r} where its evidence says {opposite!r}"
+def _opposite(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
+    """An opposite word, aligned sentence to sentence (a clause is too short to align)."""
+    view = support_view(sentence, ctx)
+    said = _sentence_stems(sentence.text, lex)
+    evidence = [_sentence_stems(text, lex) for f in view.cited for text in f.sentences]
+    if not said or not evidence:
+        return None
+    overlaps = [len(said & e) for e in evidence]
+    best = max(overlaps)
+    if best < 4 or best < 0.5 * len(said):  # noqa: PLR2004
+        return None
+    top = evidence[overlaps.index(best)]
+    near = [e for e, o in zip(evidence, overlaps, strict=True) if o >= best - 1]
+    for word in said - top:
+        opposites = lex.antonyms.get(word, frozenset())
+        found = opposites & top
+        if found and not opposites & said and not any(word in e for e in near):
+            return f"says {word!r} where its evidence says {sorted(found)[0]!r}"
     return None
+
+
+def _sentence_stems(text: str, lex: Lexicon) -> frozenset[str]:
+    return frozenset().union(*(c.stems for c in evidence_clauses(text, lex)))
