@@ -48,6 +48,10 @@ def validate_answer(execution: LLMExecutionResult, policy: Policy) -> Validation
         entries={e.anchor: e for e in execution.prompt.bundle.selected_evidence},
     )
     answer = parse_answer(execution.raw_model_text, ctx.entries, ruleset.grammar, ruleset.segmenter)
+    # What the answer cites anywhere: headings and labels are read against it.
+    cited = {e.anchor: e for s in answer.sentences for e in s.cited}
+    ctx.memo["answer_cited"] = tuple(cited.values())
+    ctx.memo["answer"] = answer
     return _verdict(answer, ctx, judge(answer, ctx))
 
 

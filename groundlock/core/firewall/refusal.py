@@ -21,6 +21,7 @@ from groundlock.core.firewall.lexicon import apostrophes, plain, words
 from groundlock.text.fold import fold
 
 if TYPE_CHECKING:
+    from groundlock.core.firewall.answer import ParsedAnswer, Sentence
     from groundlock.core.firewall.rule import Context
     from groundlock.core.firewall.ruleset import Ruleset
 
@@ -88,6 +89,8 @@ def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one retur
     if _close_to(answer, wanted, ctx.ruleset.param("paraphrase_ratio")):
         return Refusal(RefusalForm.VARIANT, "a close paraphrase of the refusal")
     patterns, union = ctx.ruleset.compiled("refusal.phrases", _phrases)
+    if ctx.ruleset.entries("refusal", "disguised"):
+        return _in_other_words(ctx, patterns)
     folded = fold(text)
     if not union.search(folded):
         return _NO_REFUSAL
@@ -101,6 +104,63 @@ def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one retur
             if not any(phrase in source for source in evidence):
                 return Refusal(RefusalForm.VARIANT, "a refusal in other words")
     return _NO_REFUSAL
+
+
+def _disguised(ruleset: Ruleset) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(apostrophes(p)) for p in ruleset.entries("refusal", "disguised"))
+
+
+def _in_other_words(ctx: Context, phrases: tuple[re.Pattern[str], ...]) -> Refusal:
+    """From ``firewall_v2``: a refusal in other words, judged sentence by sentence.
+
+    A refusal phrase (``... is not specified``, ``the manual does not say``, ``there is no
+    information about``) is a statement of the evidence, not a refusal, where the evidence
+    itself says it: an entry holds the phrase, or the sentence cites an entry with a
+    sentence of the same subject that says what is missing, unknown or not done.
+    """
+    answer: ParsedAnswer | None = ctx.memo.get("answer")
+    if answer is None:
+        return _NO_REFUSAL
+    patterns = (*phrases, *ctx.ruleset.compiled("refusal.disguised", _disguised))
+    conditions = ctx.ruleset.compiled("refusal.conditions", _conditions)
+    evidence = [plain(e.sanitized_text) for e in ctx.entries.values()]
+    for sentence in answer.sentences:
+        for pattern in patterns:
+            for found in pattern.finditer(sentence.folded):
+                if _conditional(sentence.folded, found.start(), conditions):
+                    continue
+                if any(plain(found.group()) in source for source in evidence):
+                    continue
+                if _evidence_says_so(sentence, found.group(), ctx, patterns):
+                    continue
+                return Refusal(RefusalForm.VARIANT, "a refusal in other words")
+    return _NO_REFUSAL
+
+
+def _evidence_says_so(
+    sentence: Sentence, phrase: str, ctx: Context, patterns: tuple[re.Pattern[str], ...]
+) -> bool:
+    """Whether an entry ``sentence`` cites says, of the same subject, that something is not
+    given, not known or not determined (so the sentence reports it, not refuses)."""
+    from groundlock.core.firewall.evidence import facts, stems  # noqa: PLC0415  (cycle)
+
+    stop = frozenset(ctx.ruleset.entries("stopwords"))
+    subject = stems(sentence.text, stop) - stems(phrase, stop)
+    for entry in sentence.cited:
+        for text in facts(entry.sanitized_text, ctx.ruleset).sentences:
+            if len(subject & stems(text, stop)) < 2:  # noqa: PLR2004
+                continue
+            folded = fold(text)
+            if _UNKNOWN_RE.search(folded) or any(p.search(folded) for p in patterns):
+                return True
+    return False
+
+
+_UNKNOWN_RE = re.compile(
+    r"\b(?:unknown|undetermined|unclear|not\s+(?:known|determined|established|identified|yet)"
+    r"|no\s+(?:\w+\s+){0,2}(?:was|were|is|are|has\s+been|have\s+been)\s+(?:identified|found|given"
+    r"|determined|established|set|specified|stated))\b"
+)
 
 
 def _conditional(folded: str, at: int, conditions: re.Pattern[str]) -> bool:
