@@ -21,6 +21,8 @@ from groundlock.core.firewall.ruleset import Ruleset
 __all__ = ["Name", "expansion_of", "initials_match", "names_in"]
 
 _WORD_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]|[.-](?=[^\W_]))*")
+_INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]\.?|[A-Z][a-z]{0,3}")
+"""Initials and short abbreviations a name continues after (``J.P.``, ``St``, ``Dr``)."""
 _CLAUSE_OPENERS = frozenset(":;([{\"'\u201c\u2018\u00ab\u2014\u2013-|*_#>/\u2022!?")
 _EXPANSION_RE = re.compile(
     r"((?:[A-Z][\w'-]*\s+(?:(?:of|and|the|for|in|on|to|de|la)\s+)?){1,7}[A-Z][\w'-]*)\s*"
@@ -28,6 +30,10 @@ _EXPANSION_RE = re.compile(
     r"|\b([A-Z][A-Za-z&]{1,9})\s*\(\s*((?:[A-Z][\w'-]*\s+(?:(?:of|and|the|for|in|on|to)\s+)?)"
     r"{1,7}[A-Z][\w'-]*)\s*\)"
 )
+
+
+_LOWER_EXPANSION_RE = re.compile(r"((?:[a-z][\w'-]*\s+){0,6}[a-z][\w'-]*)\s*\(\s*([A-Z]{2,9}s?)\s*\)")
+_SMALL_WORDS = frozenset({"of", "and", "the", "for", "in", "on", "to", "per"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +81,12 @@ def _opens_clause(text: str, start: int, previous_end: int) -> bool:
         return True  # the first word of the sentence (after any list marker or bracket)
     if stripped and stripped[-1] in _CLAUSE_OPENERS:
         return True
-    # After an abbreviation's full stop joined into the sentence ("U.S. Food"), a word is
-    # part of a name, not a clause opener: only a full stop followed by a space counts.
-    return stripped.endswith(".") and text[previous_end - 1 : previous_end] != "."
+    # After an abbreviation's full stop joined into the sentence ("U.S. Food", "J.P.
+    # Morgan"), a word is part of a name, not a clause opener.
+    if not stripped.endswith("."):
+        return False
+    before = text[:previous_end].rsplit(None, 1)[-1] if text[:previous_end].strip() else ""
+    return not _INITIALS_RE.fullmatch(before.lstrip("([\"'"))
 
 
 def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
@@ -118,9 +127,21 @@ def initials_match(acronym: str, text: str, connectors: frozenset[str]) -> bool:
 
 
 def expansion_of(text: str) -> Iterator[tuple[str, str]]:
-    """``(acronym, expansion)`` for each acronym written with its expansion in ``text``."""
+    """``(acronym, expansion)`` for each acronym written with its expansion in ``text``:
+    ``Politically Exposed Person (PEP)``, ``PEP (Politically Exposed Person)``, and in lower
+    case where the words' initials spell the acronym (``lower explosive limit (LEL)``)."""
     for found in _EXPANSION_RE.finditer(text):
         if found.group(1) is not None:
             yield found.group(2), found.group(1)
         else:
             yield found.group(3), found.group(4)
+    for found in _LOWER_EXPANSION_RE.finditer(text):
+        acronym = found.group(2)
+        letters = acronym.rstrip("s").lower() if acronym[-1] == "s" else acronym.lower()
+        words = re.findall(r"[^\W\d_]+", found.group(1).lower())
+        # The expansion is the shortest run of final words whose initials spell it.
+        for start in range(len(words) - 1, -1, -1):
+            initials = "".join(w[0] for w in words[start:] if w not in _SMALL_WORDS)
+            if initials == letters:
+                yield acronym, " ".join(words[start:])
+                break

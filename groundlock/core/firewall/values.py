@@ -38,6 +38,7 @@ _MONTHS = {
     "sep": 9, "sept": 9, "september": 9, "oct": 10, "october": 10, "nov": 11,
     "november": 11, "dec": 12, "december": 12,
 }  # fmt: skip
+_ONE_WORDS = frozenset({"a", "an", "single", "per", "each", "every"})
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
@@ -49,7 +50,7 @@ _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10
            "bn": 10**9, "mn": 10**6}  # fmt: skip
 _DASHES = str.maketrans(dict.fromkeys("\u2212\u2012\u2013\u2014\u2010\u2011\ufe63\uff0d", "-"))
 _SPACES = str.maketrans(dict.fromkeys("\u00a0\u2009\u202f\u2007\u200a", " "))
-_TOKEN_RE = re.compile(r"[^\W_]+(?:[-/.,:·][^\W_]+)*")
+_TOKEN_RE = re.compile(r"[^\W_]+(?:[-/.,:·][^\W_]+)*(?:\((?:[a-z]|[ivx]{1,4})\))?")
 _NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?")
 _RANGE_RE = re.compile(r"(\d+(?:[.,]\d+)?)-(\d+(?:[.,]\d+)?)")
 _GLUED_UNIT_RE = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
@@ -79,6 +80,9 @@ _SCALED_RANGE_END_RE = re.compile(
 )
 _NEGATED_BOUND_RE = re.compile(r"\b(?:not|never|n't)\s+(?:[a-z]+\s+){0,2}$")
 _CURRENCY_SYMBOLS_RE = re.compile(r"[$€£¥]|\b(?:usd|eur|gbp|us\$)\b|\s+$")
+_DIGIT_TOKEN_RE = re.compile(r"[^\W_]*\d[^\W_]*(?:[-/.][^\W_]+)*")
+_SUBPART_RE = re.compile(r"\(([a-z]|[ivx]{1,4})\)$")
+_STANDALONE_SUBPART_RE = re.compile(r"(?<![\w)])\(([a-z]|[ivx]{1,4})\)")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)", re.IGNORECASE)
 _GLUED_TIME_RE = re.compile(r"(\d{1,2})([ap])m", re.IGNORECASE)
 _DIGIT_RE = re.compile(r"\d")
@@ -255,14 +259,18 @@ class _Reader:
         if not _DIGIT_RE.search(word):
             if lower in _NUMBER_WORDS:
                 unit, _ = self._unit_after(token.end())
-                # A number word is a value where it counts a unit ("five days"); "one" is
-                # "a" or "a single" as often as it is a count, and stays a word.
-                if unit is not None and lower != "one":
+                # A number word is a value where it counts a unit ("five days"). Evidence
+                # counts its others too, for a bare number only ("two sons" supports "2").
+                if unit is not None:
                     key = ("n", Decimal(_NUMBER_WORDS[lower]), unit)
                     yield Value("number", word, frozenset({key}))
                 elif self.evidence:
-                    key = ("n", Decimal(_NUMBER_WORDS[lower]), unit)
+                    key = ("n", Decimal(_NUMBER_WORDS[lower]), "#")
                     yield Value("number", word, frozenset({key}))
+            elif self.evidence and lower in _ONE_WORDS:
+                unit, _ = self._unit_after(token.end())
+                if unit is not None:  # "a single business day" supports "one business day"
+                    yield Value("number", word, frozenset({("n", Decimal(1), unit)}))
             return
         if "-" in word and _VALUE_RANGE_RE.fullmatch(word):
             # "08:00-18:00", "2.6-3.2": each end on its own (a range of identifiers or of
@@ -323,7 +331,11 @@ class _Reader:
                 return
         if _ALPHA_RE.search(word) or word.count("-") + word.count("/") + word.count(".") >= 2:
             compact = re.sub(r"[\W_]", "", word).upper()
-            keys = {("id", compact)}
+            keys: set[tuple[object, ...]] = {("id", compact)}
+            if (part := _SUBPART_RE.search(word)) is not None:
+                # "§ 7-204(b)": a statute writes its subsection "(b)" under "§ 7-204".
+                base = re.sub(r"[\W_]", "", word[: part.start()]).upper()
+                keys.add(("sub", base, part.group(1).lower()))
             if compact[0] == "V" and compact[1:].isdigit():
                 keys.add(("id", compact[1:]))  # "v2.1.4" is version 2.1.4
             elif compact.isdigit():
@@ -529,4 +541,8 @@ def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:
             for part in re.findall(r"\d+", value.surface):
                 index.numbers.setdefault(Decimal(part).normalize(), set()).add("#")
     index.keys.add(("structural",))
+    subparts = {m.lower() for m in _STANDALONE_SUBPART_RE.findall(text)}
+    if subparts:
+        bases = {re.sub(r"[\W_]", "", t).upper() for t in _DIGIT_TOKEN_RE.findall(text)}
+        index.keys.update(("sub", base, part) for base in bases for part in subparts)
     return index
