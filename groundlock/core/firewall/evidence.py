@@ -41,6 +41,8 @@ def stem(word: str) -> str:
                 break
         else:
             break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":  # noqa: PLR2004
+        word = word[:-1]  # "admitted" and "admits", "stopped" and "stops"
     return word
 
 

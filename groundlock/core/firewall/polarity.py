@@ -28,7 +28,7 @@ from groundlock.core.firewall.ruleset import Ruleset
 __all__ = ["Clause", "Lexicon", "clauses", "lexicon"]
 
 _CLAUSE_RE = re.compile(
-    r"[;:,\u2014\u2013]|\s-\s|\b(?:and|but|while|whereas|unless|except|or|although|if|when)\b",
+    r"[;,\u2014\u2013]|\s-\s|\b(?:and|but|while|whereas|unless|except|or|although|if|when)\b",
     re.IGNORECASE,
 )
 _APOSTROPHE_RE = re.compile("[\u2019\u02bc\uff07]")
@@ -93,7 +93,13 @@ class Clause:
     """Stems of its content words."""
     negative: bool
     negated: frozenset[str]
-    """Stems of the words its negators govern."""
+    """Stems of the words its negators govern (``must not exceed``: ``exceed``)."""
+    none_of: frozenset[str]
+    """Stems of the nouns ``no`` or ``none`` governs (``no resample was taken``)."""
+    positions: dict[str, int]
+    """Each stem's first position in the clause (which comes before which)."""
+    gerunds: frozenset[str]
+    """Stems written as ``-ing`` forms (``Starting work ...`` names an act, asserts none)."""
     asserted: frozenset[str]
     """Stems of the words it asserts: after a modal or a copula (``may exceed``, ``is
     required``), or as a past tense (``charged``)."""
@@ -137,10 +143,17 @@ def evidence_clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
 def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
     tokens = [t for t in tokens if not any(c.isdigit() for c in t)]
     if not tokens:
-        return Clause(frozenset(), False, frozenset(), frozenset(), None, False, {}, False)
+        return Clause(
+            frozenset(), False, frozenset(), frozenset(), {}, frozenset(), frozenset(), None,
+            False, {}, False,
+        )
     content = {stem(t) for t in tokens if t not in lex.stopwords and t not in lex.negators}
     negated: set[str] = set()
+    none_of: set[str] = set()
     asserted: set[str] = set()
+    positions: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        positions.setdefault(stem(token), index)
     modal: dict[str, str] = {}
     negative = False
     for index, token in enumerate(tokens):
@@ -148,7 +161,7 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
             negative = True
             governed = _next_content(tokens, index + 1, lex)
             if governed is not None:
-                negated.add(stem(governed))
+                (none_of if token in ("no", "none") else negated).add(stem(governed))
             continue
         label = _modality(tokens, index, lex)
         if label is not None:
@@ -161,13 +174,8 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
                     modal.setdefault(word, label)
         if token in _MODALS or token in _COPULAS:
             following = _next_content(tokens, index + 1, lex)
-            verb_like = following is not None and (
-                token in _MODALS
-                or following.endswith("ed")
-                or following in lex.obligation
-                or following in lex.permission
-            )
-            if following is not None and verb_like:
+            if following is not None:
+                # "may exceed", "is required", "is a CCP", "are fitted": what it asserts.
                 asserted.add(stem(following))
     for index, token in enumerate(tokens):
         if index and token.endswith("ed") and tokens[index - 1] not in lex.stopwords:
@@ -179,6 +187,9 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
         stems=frozenset(content),
         negative=negative,
         negated=frozenset(negated),
+        none_of=frozenset(none_of),
+        positions=positions,
+        gerunds=frozenset(stem(t) for t in tokens if t.endswith("ing")),
         asserted=frozenset(asserted),
         order=order,
         negated_order=tokens[0] in ("never", "do", "don't") and negative,

@@ -93,10 +93,16 @@ def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
         holding = [e for e in aligned if word in e.stems]
         if not holding:
             continue
-        asserts = word in clause.asserted or word == clause.order
-        if asserts and not clause.negative:
-            if all(e.negative for e in holding) and any(word in e.negated for e in holding):
-                return f"asserts {word!r} where its evidence negates it"
+        # Only the evidence clauses that say most about it: a passing mention elsewhere in
+        # the entry ("the plan covers three CCPs") neither supports nor contradicts.
+        best = max(len(clause.stems & e.stems) for e in holding)
+        holding = [e for e in holding if len(clause.stems & e.stems) >= max(3, best - 1)]
+        if not holding:
+            continue
+        if not clause.negative and all(e.negative for e in holding):
+            stated = word not in clause.gerunds and any(word in e.negated for e in holding)
+            if stated or any(_none_but_stated(clause, e, word) for e in holding):
+                return f"states {word!r} where its evidence negates it"
         if word in clause.negated and not any(e.negative for e in holding):
             # An evidence sentence's first word is taken for an order only against an
             # order: "Punitive damages are denied" opens with no verb.
@@ -105,6 +111,16 @@ def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
             ):
                 return f"negates {word!r} where its evidence asserts it"
     return None
+
+
+def _none_but_stated(clause: Clause, evidence: Clause, noun: str) -> bool:
+    """``a resample was taken`` against ``no resample was taken``: the noun the evidence
+    says *no* of is the clause's subject, and both assert the same verb of it."""
+    if noun not in evidence.none_of:
+        return False
+    shared = clause.asserted & evidence.asserted
+    where = clause.positions.get(noun)
+    return where is not None and any(clause.positions.get(v, -1) > where for v in shared)
 
 
 def _modality(clause: Clause, aligned: list[Clause]) -> str | None:
