@@ -33,6 +33,7 @@ _EXPANSION_RE = re.compile(
 
 
 _LOWER_EXPANSION_RE = re.compile(r"((?:[a-z][\w'-]*\s+){0,6}[a-z][\w'-]*)\s*\(\s*([A-Z]{2,9}s?)\s*\)")
+_ACRONYM_IN_BRACKETS_RE = re.compile(r"\(\s*[A-Z]{2,9}s?\s*\)")
 _SMALL_WORDS = frozenset({"of", "and", "the", "for", "in", "on", "to", "per"})
 
 
@@ -130,11 +131,15 @@ def expansion_of(text: str) -> Iterator[tuple[str, str]]:
     """``(acronym, expansion)`` for each acronym written with its expansion in ``text``:
     ``Politically Exposed Person (PEP)``, ``PEP (Politically Exposed Person)``, and in lower
     case where the words' initials spell the acronym (``lower explosive limit (LEL)``)."""
+    if "(" not in text:
+        return  # every form has a bracket: most sentences are done here
     for found in _EXPANSION_RE.finditer(text):
         if found.group(1) is not None:
             yield found.group(2), found.group(1)
         else:
             yield found.group(3), found.group(4)
+    if _ACRONYM_IN_BRACKETS_RE.search(text) is None:
+        return
     for found in _LOWER_EXPANSION_RE.finditer(text):
         acronym = found.group(2)
         letters = acronym.rstrip("s").lower() if acronym[-1] == "s" else acronym.lower()

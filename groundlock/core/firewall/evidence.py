@@ -30,6 +30,7 @@ _SUFFIXES = (
 _POSSESSIVE_RE = re.compile(r"['\u2019]s$")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stem of a caseless word: ``replaced``, ``replaces``, ``replacement`` and
     ``replacing`` all reduce to ``replac``. Crude on purpose: both sides reduce alike."""
@@ -46,9 +47,11 @@ def stem(word: str) -> str:
     return word
 
 
-def stems(text: str, stopwords: frozenset[str]) -> set[str]:
-    """The stems of ``text``'s words that are not stop words."""
-    return {stem(w) for w in words(text) if w not in stopwords}
+@lru_cache(maxsize=4096)
+def stems(text: str, stopwords: frozenset[str]) -> frozenset[str]:
+    """The stems of ``text``'s words that are not stop words (cached: several rules ask
+    about the same sentence)."""
+    return frozenset(stem(w) for w in words(text) if w not in stopwords)
 
 
 def _vocabulary(ruleset: Ruleset) -> Vocabulary:

@@ -132,9 +132,14 @@ def load(path: Path) -> EvalBundle:
     )
 
 
-def load_all() -> list[EvalBundle]:
-    """Every eval file of the set, in name order."""
-    return [load(path) for path in sorted(EVAL_DIR.glob("*.json"))]
+HELDOUT_DIR = EVAL_DIR.parent / "heldout"
+"""A second set, written later by other hands and never tuned on: it measures how the
+firewall does on answers it was not shaped by."""
+
+
+def load_all(directory: Path = EVAL_DIR) -> list[EvalBundle]:
+    """Every eval file of a set (by default the tuning set), in name order."""
+    return [load(path) for path in sorted(directory.glob("*.json"))]
 
 
 def _problems(data: Any) -> Any:  # noqa: PLR0912  (one message per rule)
@@ -199,7 +204,7 @@ if __name__ == "__main__":
         print(f"{name}: ok, {len(loaded.entries)} entries, {counts}")  # noqa: T201  (a command-line tool)
 
 
-def judge_all(policy_name: str) -> list[tuple[EvalBundle, Answer, Any]]:
+def judge_all(policy_name: str, directory: Path = EVAL_DIR) -> list[tuple[EvalBundle, Answer, Any]]:
     """Every answer of the set with R5's verdict on it under the policy ``policy_name``.
 
     Each bundle goes through the real R2 and R3 once; each answer through R4 (with a
@@ -216,7 +221,7 @@ def judge_all(policy_name: str) -> list[tuple[EvalBundle, Answer, Any]]:
 
     policy = load_policy(policy_name)
     judged = []
-    for bundle in load_all():
+    for bundle in load_all(directory):
         prompt = (AssembleEvidence(policy=policy) | BuildPrompt(policy=policy)).invoke(
             bundle.retrieval_bundle()
         )

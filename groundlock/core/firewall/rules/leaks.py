@@ -17,9 +17,11 @@ from typing import ClassVar
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
+from groundlock.core.firewall.lookalikes import fold_lookalikes
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.prompts.template import load_template
+from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 
 __all__ = ["MetaCommentary", "MetadataLeak", "cited_contain"]
@@ -33,6 +35,32 @@ _SECTION_SYNTAX_RE = re.compile(
     rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|(?<!=)={{3,}}\s*user\s+message"
 )
 _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
+
+
+def _reading(sentence: Sentence, ctx: Context) -> str:
+    """The sentence as the leak and meta patterns read it: folded, and from ``firewall_v2``
+    with look-alike letters made ASCII first (``еvidence`` with a Cyrillic е)."""
+    if not ctx.ruleset.entries("lookalikes"):
+        return sentence.folded
+    return fold(fold_lookalikes(sentence.text, ctx.ruleset))
+
+
+_SEPARATORS_RE = re.compile(r"[\W_]+")
+
+
+def _spelled_apart(sentence: Sentence, ids: set[str], ctx: Context) -> bool:
+    """From ``firewall_v2``: an id written with other separators (``amm 29 11 00 c004``,
+    ``amm_29_11_00_c004``, non-breaking hyphens), compared without any."""
+    if not ctx.ruleset.entries("lookalikes"):
+        return False
+    compact = _SEPARATORS_RE.sub("", _reading(sentence, ctx).casefold())
+    cited = [_SEPARATORS_RE.sub("", plain(e.sanitized_text)) for e in sentence.cited]
+    for identifier in ids:
+        wanted = _SEPARATORS_RE.sub("", identifier)
+        if len(wanted) >= 6 and any(c.isdigit() for c in wanted) and wanted in compact:  # noqa: PLR2004
+            if not any(wanted in text for text in cited):
+                return True
+    return False
 
 
 def cited_contain(sentence: Sentence, phrase: str) -> bool:
@@ -78,21 +106,31 @@ class MetadataLeak:
         if any(tuple(said[i : i + size]) in grams for i in range(len(said) - size + 1)):
             yield Finding(self.name, self.reason, "answer: repeats the prompt's own instructions")
         # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
-        ids = {folded_id(i) for e in ctx.entries.values() for i in (e.chunk_id, e.knowledge_id)}
+        # From firewall_v2 only chunk ids are internal: a knowledge id is the document's own
+        # number, and every public citation carries it.
+        public = bool(ctx.ruleset.entries("lookalikes"))
+        ids = {
+            folded_id(i)
+            for e in ctx.entries.values()
+            for i in ((e.chunk_id,) if public else (e.chunk_id, e.knowledge_id))
+        }
         for s in answer.sentences:
-            yield from self._sentence(s, ids)
+            yield from self._sentence(s, ids, ctx)
 
-    def _sentence(self, s: Sentence, ids: set[str]) -> Iterator[Finding]:
+    def _sentence(self, s: Sentence, ids: set[str], ctx: Context) -> Iterator[Finding]:
         where = f"answer: sentence {s.number}"
-        if _HEADER_SYNTAX_RE.search(s.folded):
+        folded = _reading(s, ctx)
+        if _HEADER_SYNTAX_RE.search(folded):
             yield Finding(self.name, self.reason, f"{where}: evidence header syntax", s.number)
-        if _SECTION_SYNTAX_RE.search(s.folded):
+        if _SECTION_SYNTAX_RE.search(folded):
             yield Finding(self.name, self.reason, f"{where}: prompt section syntax", s.number)
-        caseless = s.folded.casefold()
-        if any(_bounded_in(i, caseless, r"\w-") and not cited_contain(s, i) for i in ids):
+        caseless = folded.casefold()
+        if any(_bounded_in(i, caseless, r"\w-") and not cited_contain(s, i) for i in ids) or (
+            _spelled_apart(s, ids, ctx)
+        ):
             message = f"{where}: an internal chunk or knowledge id"
             yield Finding(self.name, self.reason, message, s.number)
-        found = _EVIDENCE_WORD_RE.search(s.folded)
+        found = _EVIDENCE_WORD_RE.search(folded)
         if found and not cited_contain(s, found.group()):
             yield Finding(self.name, self.reason, f"{where}: the word evidence", s.number)
 
@@ -129,10 +167,12 @@ class MetaCommentary:
         patterns = ctx.ruleset.compiled("meta.patterns", meta_patterns)
         for s in answer.sentences:
             where = f"answer: sentence {s.number}"
-            if tag.search(s.folded):
+            folded = _reading(s, ctx)
+            written = fold_lookalikes(s.text, ctx.ruleset)
+            if tag.search(folded):
                 yield Finding(self.name, self.reason, f"{where}: a reasoning trace", s.number)
             for pattern, on_folded in patterns:
-                found = pattern.search(s.folded if on_folded else s.text)
+                found = pattern.search(folded if on_folded else written)
                 if found and not cited_contain(s, found.group()):
                     message = f"{where}: talks about itself or its sources"
                     yield Finding(self.name, self.reason, message, s.number)

@@ -7,8 +7,11 @@ asks a Markdown linkifier what it would turn into a link.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import ClassVar
+
+from linkify_it import LinkifyIt
 
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import ParsedAnswer
@@ -20,8 +23,28 @@ __all__ = ["UnsafeOutput", "unsafe_in"]
 
 
 def unsafe_in(text: str, ruleset: Ruleset) -> str | None:
-    """What makes ``text`` unsafe to render under ``ruleset``, or None if it is plain text."""
-    return unsafe_output(text)
+    """What makes ``text`` unsafe to render under ``ruleset``, or None if it is plain text.
+
+    From ``firewall_v2`` (``linkify`` in its parameters) a link is also whatever a Markdown
+    renderer with linkify would turn into one (``evil.com?d=...``, ``evil.com#x``,
+    ``data.evil.com``, ``site.in``): linkify-it-py, the library markdown-it-py links with,
+    is the oracle, rather than a grown regular expression. And Markdown strikethrough is
+    unsafe: a reader sees ``must ~~not~~ exceed`` as "must exceed", the firewall would
+    read the "not".
+    """
+    found = unsafe_output(text)
+    if found is not None or not ruleset.params.get("linkify"):
+        return found
+    if _STRIKETHROUGH_RE.search(text):
+        return "Markdown strikethrough"
+    if _LINKIFY.test(text):
+        return "a link"
+    return None
+
+
+_LINKIFY = LinkifyIt()
+"""linkify-it-py with its defaults, as markdown-it-py's ``linkify`` option uses it."""
+_STRIKETHROUGH_RE = re.compile(r"~~(?=\S)[^\n]*?\S~~|<\s*/?\s*(?:del|s|strike)\s*>", re.IGNORECASE)
 
 
 class UnsafeOutput:
