@@ -70,5 +70,5 @@ def sample_bundle() -> dict[str, Any]:
 
 
 def policy_with(**overrides: Any) -> Policy:
-    """R2_POLICY_V1 with some values changed (validated like any policy)."""
+    """The default policy with some values changed (validated like any policy)."""
     return Policy.model_validate({**load_policy().model_dump(), **overrides})

@@ -137,7 +137,11 @@ def grounded_answer_chain(
         BuildPrompt(policy=loaded),
         ExecuteModel.model_validate(
             {
-                "model": model if model is not None else ExtractiveChatModel(),
+                "model": model
+                if model is not None
+                else ExtractiveChatModel(
+                    refusal_text=loaded.refusal_text, firewall_ruleset=loaded.firewall_ruleset
+                ),
                 "policy": loaded,
                 "allow_provider_storage": allow_provider_storage,
             }

@@ -142,6 +142,10 @@ class AssemblyMetrics(Contract):
     """Hidden characters removed from the rows that selection examined."""
     shapes_neutralized: NonNegativeInt
     """Forged anchors, headers or fences neutralised in the rows that selection examined."""
+    instruction_anchors: tuple[str, ...] = ()
+    """Admitted entries that address the model (an injected instruction such as ``ignore all
+    previous instructions``), as the policy's firewall ruleset recognises them. They stay
+    evidence for what else they say; R5 rejects an answer that obeys them."""
 
     @property
     def dedup_dropped_count(self) -> int:

@@ -45,6 +45,8 @@ from groundlock.contracts.evidence import (
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.core.firewall.injection import addresses_the_model
+from groundlock.core.firewall.ruleset import load_ruleset
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
 from groundlock.text._cache import WeightedLRU
@@ -158,7 +160,12 @@ def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCount
     for row in rows:
         walk.visit(row)
     metrics = _metrics(
-        len(rows), walk.selected, tuple(walk.dropped), walk.hidden_removed, walk.neutralized
+        len(rows),
+        walk.selected,
+        tuple(walk.dropped),
+        walk.hidden_removed,
+        walk.neutralized,
+        _addressing_the_model(walk.selected, policy),
     )
     if not walk.selected:
         return _refused(
@@ -396,6 +403,7 @@ def _metrics(
     dropped: Sequence[DroppedRow | _Dropped],
     hidden_removed: int = 0,
     neutralized: int = 0,
+    instructions: tuple[str, ...] = (),
 ) -> AssemblyMetrics:
     counts = Counter(row["reason"] if isinstance(row, dict) else row.reason for row in dropped)
     return AssemblyMetrics.model_validate(
@@ -408,8 +416,16 @@ def _metrics(
             "truncation_applied": any(item.truncated for item in selected),
             "hidden_characters_removed": hidden_removed,
             "shapes_neutralized": neutralized,
+            "instruction_anchors": instructions,
         }
     )
+
+
+def _addressing_the_model(selected: Sequence[SelectedEvidence], policy: Policy) -> tuple[str, ...]:
+    """The anchors of admitted entries that address the model (an injected instruction), as
+    the policy's firewall ruleset recognises them: recorded here, judged by R5."""
+    ruleset = load_ruleset(policy.firewall_ruleset)
+    return tuple(e.anchor for e in selected if addresses_the_model(e.sanitized_text, ruleset))
 
 
 def _trace(

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from groundlock.contracts.enums import ValidationStatus
-from groundlock.contracts.validation import ValidationResult
+from groundlock.contracts.validation import FirewallFinding, ValidationResult
 from groundlock.core.package import package_response, request_summary
 from groundlock.stores.rows import QueryRow, ValidationRow
 
-__all__ = ["REQUESTER_KEYS", "audit_rows"]
+__all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label"]
 
 REQUESTER_KEYS = ("requester_id", "requester_role", "retrieval_strategy")
 """Run-config metadata keys copied into the query log (a server sets them per request)."""
@@ -60,6 +60,12 @@ def audit_rows(
             "model_provider": execution.pinned.provider if execution else None,
             "template_sha256": prompt.template_sha256 if prompt else None,
             "groundlock_version": version,
+            "firewall_ruleset": result.firewall_ruleset,
+            "firewall_ruleset_sha256": result.firewall_ruleset_sha256,
+            "firewall_findings": tuple(finding_label(f) for f in result.findings),
+            "instruction_anchors": bundle.metrics.instruction_anchors
+            if bundle and bundle.metrics
+            else None,
         }
     )
     selected = bundle.selected_evidence if bundle is not None else ()
@@ -118,6 +124,12 @@ _SUMMARY_COLUMNS = (
     "completion_tokens",
     "total_tokens",
 )
+
+
+def finding_label(finding: FirewallFinding) -> str:
+    """One finding as the audit row and the log line carry it: ``rule:REASON:mode:sentence``."""
+    where = "-" if finding.sentence is None else str(finding.sentence)
+    return f"{finding.rule}:{finding.reason.value}:{finding.mode}:{where}"
 
 
 def _text(value: object) -> str | None:

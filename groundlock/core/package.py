@@ -136,4 +136,7 @@ def request_summary(result: ValidationResult | None, response: PublicResponse) -
         "suspicious_new_id_count": len(metrics.suspicious_new_ids) if metrics else None,
         "refusal_detected": metrics.refusal_detected if metrics else None,
         "length_ratio_flag": metrics.length_ratio_flag if metrics else None,
+        "firewall_ruleset": result.firewall_ruleset if result else None,
+        "firewall_ruleset_sha256": result.firewall_ruleset_sha256 if result else None,
+        "flagged": sorted({f.rule for f in result.findings if f.mode == "flag"}) if result else [],
     }

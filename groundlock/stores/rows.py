@@ -137,6 +137,14 @@ class ValidationRow(_RequestRow):
     completion_tokens: _Count | None
     total_tokens: _Count | None
     groundlock_version: _Id
+    firewall_ruleset: _Id | None = None
+    """The R5 ruleset that judged the answer (null on rows written before rulesets)."""
+    firewall_ruleset_sha256: _Id | None = None
+    firewall_findings: tuple[_Text, ...] | None = None
+    """Every finding of the firewall, enforced or flagged, as ``rule:REASON:mode:sentence``
+    (sentence ``-`` for the whole answer), in rule-table order."""
+    instruction_anchors: tuple[_Id, ...] | None = None
+    """Evidence entries R2 found addressing the model (injected instructions)."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:
@@ -238,13 +246,15 @@ def to_arrow(row_type: type[TableRow], rows: Sequence[TableRow]) -> Table:
             offsets = [0]
             flat: list[str] = []
             for items in values:
-                flat.extend(items)
+                flat.extend(items or ())
                 offsets.append(len(flat))
+            nulls = [items is None for items in values]
             columns.append(
                 list_array(
                     Array(offsets, DataType.int32()),
                     Array(flat, DataType.string()),
                     type=data_type,
+                    mask=Array(nulls, DataType.bool()) if any(nulls) else None,
                 )
             )
         else:

@@ -54,8 +54,6 @@ _OTHER_ENDS = (
     "\u06d4\u061f\u0964\u0965\u1362\u1367\u0589"
 )
 """Full stops, question and exclamation marks of other scripts and widths: always an end."""
-_END_MARK_RE = re.compile(f"[.?!\u2026{_OTHER_ENDS}]")
-"""The first character of every match of the end pattern."""
 _MARK_RUN_RE = re.compile(r"[.?!]+")
 _NEXT_CHARACTER_RE = re.compile(r"\s*(\S?)")
 _NEXT_WORD_RE = re.compile(r"\s*[\"'\u201c\u2018(*_]*([^\W\d_][\w'\u2019-]{0,30})")
@@ -86,7 +84,10 @@ class Segmenter:
     a sentence opener (only with ``capitalised_names``)."""
     sentence_openers: frozenset[str] = frozenset()
     """Capitalised words that open a sentence after an abbreviation (``The``, ``It``)."""
+    more_ends: str = ""
+    """Further full stops of other scripts (``᠃``, ``᙮``, ``꓿``, ``܁``...): always an end."""
     _end_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _mark_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _trailing_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -94,9 +95,11 @@ class Segmenter:
             rf"(?:[.?!]+|…)[{re.escape(_CLOSERS)}]*(?=\s|$)"
             r"|(?<=[a-z0-9])[.?!](?=[A-Z][a-z])"
             rf"|[.?!]+(?={self.marker_pattern})"
-            rf"|[{_OTHER_ENDS}]+"
+            rf"|[{_OTHER_ENDS}{re.escape(self.more_ends)}]+"
         )
         object.__setattr__(self, "_end_re", end)
+        marks = re.compile(f"[.?!\u2026{_OTHER_ENDS}{re.escape(self.more_ends)}]")
+        object.__setattr__(self, "_mark_re", marks)
         object.__setattr__(self, "_trailing_re", re.compile(rf"(?:\s*{self.marker_pattern})+"))
 
     @classmethod
@@ -120,6 +123,9 @@ class Segmenter:
             capitalised_names=capitalised_names,
             before_capitalised=words("before_capitalised"),
             sentence_openers=words("sentence_openers"),
+            more_ends="".join(
+                chr(int(code.removeprefix("U+"), 16)) for code in sections.get("more_ends", ())
+            ),
         )
 
     def split(self, text: str) -> list[str]:
@@ -141,7 +147,7 @@ class Segmenter:
         start = pos = 0
         # Every end starts with an end mark: find one with a plain character-class search,
         # then match the full pattern there.
-        while (mark := _END_MARK_RE.search(line, pos)) is not None:
+        while (mark := self._mark_re.search(line, pos)) is not None:
             end = self._end_re.match(line, mark.start())
             if end is None:
                 # No later mark of the same run can end a sentence where its first did not

@@ -273,7 +273,7 @@ def test_knowledge_type_outside_policy_fails_the_request():
     message = _failed(
         make_bundle(rows), ReasonCode.DOMAIN_INTEGRITY, "results[1].knowledge_type_effective"
     )
-    assert "R2_POLICY_V1" in message
+    assert POLICY.policy_version in message
 
 
 def test_rows_without_a_knowledge_type_pass_unless_the_policy_requires_one():

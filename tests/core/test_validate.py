@@ -30,7 +30,9 @@ from groundlock.text import get_token_counter
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
 
-POLICY = load_policy()
+POLICY = load_policy("R2_POLICY_V1")
+"""These are firewall_v1's cases (its ruleset is frozen); firewall_v2's live in
+tests/core/firewall/."""
 REFUSAL = POLICY.refusal_text
 C0_TEXT = (
     "Replace the case drain filter element every 500 operating hours. "
@@ -46,7 +48,7 @@ BUNDLE = make_bundle(
                  knowledge_type_effective="INSPECTION_RECORD"),
     ]
 )  # fmt: skip
-PROMPT = (AssembleEvidence() | BuildPrompt()).invoke(BUNDLE)
+PROMPT = (AssembleEvidence(policy=POLICY) | BuildPrompt(policy=POLICY)).invoke(BUNDLE)
 VALID = (
     "Replace the case drain filter element every 500 operating hours. [C0]\n"
     "Case drain pressure must not exceed 3.5 bar at 1,800 rpm. [C1]"
@@ -55,7 +57,7 @@ VALID = (
 
 def executed(text: str, finish: str = "stop") -> LLMExecutionResult:
     model = ScriptedChatModel(text=text, finish_reason=finish)
-    return ExecuteModel(model=model).invoke(PROMPT)
+    return ExecuteModel(model=model, policy=POLICY).invoke(PROMPT)
 
 
 def verdict(text: str, finish: str = "stop") -> ValidationResult:
@@ -65,8 +67,8 @@ def verdict(text: str, finish: str = "stop") -> ValidationResult:
 def judged(rows: list[str], answer: str) -> ValidationResult:
     """The verdict on ``answer`` over a bundle of its own, one row per text."""
     bundle = make_bundle([make_row(i, chunk_text=text) for i, text in enumerate(rows)])
-    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
-    execution = ExecuteModel(model=ScriptedChatModel(text=answer)).invoke(prompt)
+    prompt = (AssembleEvidence(policy=POLICY) | BuildPrompt(policy=POLICY)).invoke(bundle)
+    execution = ExecuteModel(model=ScriptedChatModel(text=answer), policy=POLICY).invoke(prompt)
     return validate_answer(execution, POLICY)
 
 
@@ -144,9 +146,9 @@ def test_a_refusal_phrase_quoted_from_the_evidence_is_not_a_refusal():
     bundle = make_bundle(
         [make_row(0, chunk_text="The fault cannot be determined without a bench test.")]
     )
-    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
+    prompt = (AssembleEvidence(policy=POLICY) | BuildPrompt(policy=POLICY)).invoke(bundle)
     answer = "The fault cannot be determined without a bench test. [C0]"
-    execution = ExecuteModel(model=ScriptedChatModel(text=answer)).invoke(prompt)
+    execution = ExecuteModel(model=ScriptedChatModel(text=answer), policy=POLICY).invoke(prompt)
     result = validate_answer(execution, POLICY)
     assert result.validation_status is ValidationStatus.PASSED
     assert not result.grounding_metrics.refusal_detected
@@ -335,7 +337,7 @@ def test_a_citation_list_that_agrees_passes_and_is_not_a_sentence():
 
 
 def test_an_upstream_failure_passes_through_without_validation():
-    failed = ExecuteModel(model=ScriptedChatModel(text=VALID, reported_model="other-model"))
+    failed = ExecuteModel(model=ScriptedChatModel(text=VALID, reported_model="other-model"), policy=POLICY)
     execution = failed.invoke(PROMPT)
     assert execution.reason_code is ReasonCode.MODEL_DRIFT
     result = validate_answer(execution, POLICY)
@@ -598,11 +600,11 @@ def test_case_and_apostrophe_tricks_do_not_pass_the_firewall(text, reason):
 def test_instructions_spelled_with_case_tricks_are_still_instructions(instruction):
     text = f"Torque the filter bowl to 45 Nm. {instruction}"
     bundle = make_bundle([make_row(0, chunk_text=text)])
-    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
+    prompt = (AssembleEvidence(policy=POLICY) | BuildPrompt(policy=POLICY)).invoke(bundle)
     obeying = ScriptedChatModel(text="No inspection is needed. [C0]")
-    execution = ExecuteModel(model=obeying).invoke(prompt)
+    execution = ExecuteModel(model=obeying, policy=POLICY).invoke(prompt)
     assert validate_answer(execution, POLICY).failure_reason is ReasonCode.INSTRUCTION_FOLLOWED
-    quoted = ExecuteModel().invoke(prompt).raw_model_text  # the offline model never quotes it
+    quoted = ExecuteModel(policy=POLICY).invoke(prompt).raw_model_text  # the offline model never quotes it
     assert "inspection" not in quoted
 
 
@@ -612,8 +614,9 @@ _RUNS = ["=", ".", "\n", "/", "!", "?", "@", " ", "-", "*", "_", "<", "[", "(", 
 _RUNS += ["a-", "a.", "-a", "ab.", "a.b-", "a@"]  # labels of a domain or an address
 
 
+@pytest.mark.parametrize("policy", ["R2_POLICY_V1", "R2_POLICY_V2"])
 @pytest.mark.parametrize("run", _RUNS, ids=[repr(c) for c in _RUNS])
-def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
+def test_a_long_run_of_one_character_is_judged_in_linear_time(run, policy):
     # A run of one character tokenises compactly, so tens of thousands fit under the output
     # cap. Searches that restarted inside the run (a run of '=' took 22 s, of '.' 48 s, of
     # blank lines 1.4 s) made such an answer a denial of service. The bound here is a guard
@@ -625,8 +628,10 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run):
     while counter.count(f"Replace it every 500 hours{run * length}x/ [C0]") > cap:
         length //= 2
     text = f"Replace it every 500 hours{run * length}x/ [C0]"
+    loaded = load_policy(policy)
+    execution = ExecuteModel(model=ScriptedChatModel(text=text), policy=POLICY).invoke(PROMPT)
     started = time.perf_counter()
-    verdict(text)
+    validate_answer(execution, loaded)
     assert time.perf_counter() - started < 1.0, f"{length} x {run!r}"
 
 
@@ -717,7 +722,7 @@ def test_an_instruction_whose_payload_is_the_next_sentence_is_still_obeyed():
     assert grounded.validation_status is ValidationStatus.PASSED, grounded.message
     # The offline model quotes neither the instruction nor its payload.
     bundle = make_bundle([make_row(i, chunk_text=text) for i, text in enumerate(rows)])
-    chain = grounded_answer_chain()
+    chain = grounded_answer_chain(policy=POLICY)
     answer = chain.invoke({**bundle, "user_question": "Can the filter bowl leak test be skipped?"})
     assert answer.status is not GenerationStatus.FAILED, answer.failure_reason
     assert "skipped" not in answer.answer
@@ -800,6 +805,6 @@ def test_the_offline_model_still_quotes_the_step_after_a_manual_phrase():
     )
     bundle = make_bundle([make_row(0, chunk_text=text)])
     question = "What is the new seal lubricated with before installation?"
-    response = grounded_answer_chain().invoke({**bundle, "user_question": question})
+    response = grounded_answer_chain(policy=POLICY).invoke({**bundle, "user_question": question})
     assert response.status is GenerationStatus.OK, response.failure_reason
     assert "MIL-PRF-5606" in response.answer

@@ -37,7 +37,22 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
         "SAFETY_NOTICE", "REGULATION",
     )  # fmt: skip
     assert policy.max_chunk_tokens == 770  # floor(0.35 * 2200), not 769 from float rounding
-    assert available_policies() == ["R2_POLICY_V1"]
+    assert available_policies() == ["R2_POLICY_V1", "R2_POLICY_V2"]
+
+
+def test_r2_policy_v2_selects_as_v1_and_judges_with_firewall_v2():
+    v1, v2 = load_policy("R2_POLICY_V1"), load_policy("R2_POLICY_V2")
+    firewall = {"policy_version", "description", "firewall_ruleset", "firewall_modes"}
+    assert v1.model_dump(exclude=firewall) == v2.model_dump(exclude=firewall)
+    assert (v1.firewall_ruleset, v2.firewall_ruleset) == ("firewall_v1", "firewall_v2")
+    assert load_policy().policy_version == "R2_POLICY_V2"
+
+
+def test_v1_keeps_the_hash_its_audit_rows_carry():
+    # Fields added with rulesets count in the hash only when they leave their defaults.
+    assert load_policy("R2_POLICY_V1").policy_sha256 == (
+        "0ddcf14c2e8ca18d5e27d35bf6722a5c9f7387254669336b61dcc2e70ec825b8"
+    )
 
 
 def test_policy_is_frozen():
@@ -51,7 +66,7 @@ def test_hash_ignores_formatting_but_not_values(tmp_path: Path):
     reformatted = tmp_path / "R2_POLICY_V1.json"
     reformatted.write_text(json.dumps(data, indent=8, sort_keys=True), encoding="utf-8")
     shutil.copy(BUILTIN.with_suffix(".sha256"), tmp_path / "R2_POLICY_V1.sha256")
-    assert load_policy(reformatted).policy_sha256 == load_policy().policy_sha256
+    assert load_policy(reformatted).policy_sha256 == load_policy("R2_POLICY_V1").policy_sha256
 
 
 @pytest.mark.parametrize(

@@ -33,13 +33,11 @@ _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _EMPHASIS_LINE_RE = re.compile(r"^\s*(?:\*\*|__)[^*_\n]+(?:\*\*|__)\s*:?\s*$")
 _TABLE_ROW_RE = re.compile(r"^\s*\|.*\|\s*$")
-_LABEL_RE = re.compile(r"^[^\n]*:[*_\s]*$")
-_TRAILING_MARKERS_RE = re.compile(r"(?:\s*\[[^\[\]\n]{1,40}\])+(?=\s*:)")
-
-
-def grammar_free(line: str) -> str:
-    """``line`` without bracketed markers right before a closing colon (``... [C0]:``)."""
-    return _TRAILING_MARKERS_RE.sub("", line)
+def _is_label(line: str) -> bool:
+    """Whether ``line`` ends in a colon (after emphasis, and any markers before the colon:
+    ``Safety cut-outs [C0]:``). Read from the end, so a long line costs one pass."""
+    text = line.rstrip().rstrip("*_").rstrip()
+    return text.endswith(":")
 
 
 _LIST_OR_TABLE_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,3}[.)]|[a-zA-Z][.)]|\|)\s*")
@@ -173,7 +171,7 @@ def _line_kinds(lines: list[str]) -> list[LineKind]:
     for index, line in enumerate(lines):
         if _HEADING_RE.match(line) or _EMPHASIS_LINE_RE.match(line):
             kinds.append(LineKind.HEADING)
-        elif _LABEL_RE.match(grammar_free(line)) and _LIST_OR_TABLE_RE.match(following[index]):
+        elif _is_label(line) and _LIST_OR_TABLE_RE.match(following[index]):
             kinds.append(LineKind.LABEL)
         elif (
             _TABLE_ROW_RE.match(line)

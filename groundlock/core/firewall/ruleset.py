@@ -44,7 +44,7 @@ __all__ = [
     "ruleset_sha256",
 ]
 
-DEFAULT_RULESET = "firewall_v1"
+DEFAULT_RULESET = "firewall_v2"
 """The ruleset of the default policy (and of the offline model when none is named)."""
 
 Mode = Literal["enforce", "flag"]
