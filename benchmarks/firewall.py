@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from groundlock import (  # noqa: E402
+from groundlock import (
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
@@ -36,9 +36,9 @@ from groundlock import (  # noqa: E402
     load_policy,
     validate_answer,
 )
-from tests.builders import make_bundle, make_row  # noqa: E402
-from tests.fakes.chat import ScriptedChatModel  # noqa: E402
-from tests.firewall.eval.evalset import judge_all  # noqa: E402
+from tests.builders import make_bundle, make_row
+from tests.fakes.chat import ScriptedChatModel
+from tests.firewall.eval.evalset import judge_all
 
 
 def _rate(hits: int, total: int) -> str:
@@ -83,12 +83,11 @@ def accuracy(policy: str, *, show: bool) -> None:
         print(f"  flagged only: {rule:<20} {count} findings")
     border = [(a, r) for _, a, r in judged if a.borderline]
     if border:
-        print(
-            f"\nborderline answers (not scored): {len(border)}, accepted {sum(passed(r) for _, r in border)}"
-        )
+        kept = sum(passed(r) for _, r in border)
+        print(f"\nborderline answers (not scored): {len(border)}, accepted {kept}")
     if show:
         print("\nmisjudged:")
-        for b, a, r in correct + wrong:
+        for _, a, r in correct + wrong:
             if passed(r) != (a.label == "correct"):
                 finding = next((f for f in r.findings if f.mode == "enforce"), None)
                 why = f"{finding.rule}: {finding.message}" if finding else "accepted"

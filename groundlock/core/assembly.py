@@ -165,7 +165,7 @@ def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCount
         tuple(walk.dropped),
         walk.hidden_removed,
         walk.neutralized,
-        _addressing_the_model(walk.selected, policy),
+        instructions=_addressing_the_model(walk.selected, policy),
     )
     if not walk.selected:
         return _refused(
@@ -403,6 +403,7 @@ def _metrics(
     dropped: Sequence[DroppedRow | _Dropped],
     hidden_removed: int = 0,
     neutralized: int = 0,
+    *,
     instructions: tuple[str, ...] = (),
 ) -> AssemblyMetrics:
     counts = Counter(row["reason"] if isinstance(row, dict) else row.reason for row in dropped)
@@ -422,8 +423,10 @@ def _metrics(
 
 
 def _addressing_the_model(selected: Sequence[SelectedEvidence], policy: Policy) -> tuple[str, ...]:
-    """The anchors of admitted entries that address the model (an injected instruction), as
-    the policy's firewall ruleset recognises them: recorded here, judged by R5."""
+    """The anchors of admitted entries that address the model (injected instructions).
+
+    As the policy's firewall ruleset recognises them: recorded here, judged by R5.
+    """
     ruleset = load_ruleset(policy.firewall_ruleset)
     return tuple(e.anchor for e in selected if addresses_the_model(e.sanitized_text, ruleset))
 

@@ -85,7 +85,7 @@ class Segmenter:
     sentence_openers: frozenset[str] = frozenset()
     """Capitalised words that open a sentence after an abbreviation (``The``, ``It``)."""
     more_ends: str = ""
-    """Further full stops of other scripts (``᠃``, ``᙮``, ``꓿``, ``܁``...): always an end."""
+    """Further full stops of other scripts (Mongolian, Lisu, Syriac...): always an end."""
     _end_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _mark_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _trailing_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
@@ -171,7 +171,7 @@ class Segmenter:
         if rest:
             yield rest
 
-    def _is_boundary(self, line: str, end: re.Match[str]) -> bool:  # noqa: PLR0911
+    def _is_boundary(self, line: str, end: re.Match[str]) -> bool:  # noqa: PLR0911, PLR0912
         # (one rule per return.) Every look here is local (the next visible character or
         # word, the word before the mark): slicing the rest of the line or all of it before
         # the mark, for each of hundreds of marks, made a long answer quadratic.

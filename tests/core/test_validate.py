@@ -337,7 +337,9 @@ def test_a_citation_list_that_agrees_passes_and_is_not_a_sentence():
 
 
 def test_an_upstream_failure_passes_through_without_validation():
-    failed = ExecuteModel(model=ScriptedChatModel(text=VALID, reported_model="other-model"), policy=POLICY)
+    failed = ExecuteModel(
+        model=ScriptedChatModel(text=VALID, reported_model="other-model"), policy=POLICY
+    )
     execution = failed.invoke(PROMPT)
     assert execution.reason_code is ReasonCode.MODEL_DRIFT
     result = validate_answer(execution, POLICY)
@@ -604,7 +606,9 @@ def test_instructions_spelled_with_case_tricks_are_still_instructions(instructio
     obeying = ScriptedChatModel(text="No inspection is needed. [C0]")
     execution = ExecuteModel(model=obeying, policy=POLICY).invoke(prompt)
     assert validate_answer(execution, POLICY).failure_reason is ReasonCode.INSTRUCTION_FOLLOWED
-    quoted = ExecuteModel(policy=POLICY).invoke(prompt).raw_model_text  # the offline model never quotes it
+    quoted = (
+        ExecuteModel(policy=POLICY).invoke(prompt).raw_model_text
+    )  # the offline model never quotes it
     assert "inspection" not in quoted
 
 

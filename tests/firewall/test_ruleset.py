@@ -18,6 +18,7 @@ from groundlock.core.firewall.ruleset import (
 )
 from groundlock.text import sentences
 from groundlock.text.sentences import Segmenter, split_sentences
+from tests.core.test_validate import executed
 
 
 def test_every_built_in_ruleset_loads_and_names_only_known_rules():
@@ -65,8 +66,6 @@ def test_only_rules_with_a_mode_can_be_set_to_flag():
 
 
 def test_the_verdict_names_the_ruleset_that_judged_it():
-    from tests.core.test_validate import executed
-
     policy = load_policy("R2_POLICY_V1")
     result = validate_answer(executed("Replace it every 500 operating hours. [C0]"), policy)
     ruleset = load_ruleset("firewall_v1")

@@ -33,9 +33,13 @@ _LIST_FILLER_RE = re.compile(r"[\s,;.]*")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _EMPHASIS_LINE_RE = re.compile(r"^\s*(?:\*\*|__)[^*_\n]+(?:\*\*|__)\s*:?\s*$")
 _TABLE_ROW_RE = re.compile(r"^\s*\|.*\|\s*$")
+
+
 def _is_label(line: str) -> bool:
-    """Whether ``line`` ends in a colon (after emphasis, and any markers before the colon:
-    ``Safety cut-outs [C0]:``). Read from the end, so a long line costs one pass."""
+    """Whether ``line`` ends in a colon, after any emphasis (``**Limits:**``).
+
+    Read from the end, so a long line costs one pass.
+    """
     text = line.rstrip().rstrip("*_").rstrip()
     return text.endswith(":")
 

@@ -32,7 +32,9 @@ _EXPANSION_RE = re.compile(
 )
 
 
-_LOWER_EXPANSION_RE = re.compile(r"((?:[a-z][\w'-]*\s+){0,6}[a-z][\w'-]*)\s*\(\s*([A-Z]{2,9}s?)\s*\)")
+_LOWER_EXPANSION_RE = re.compile(
+    r"((?:[a-z][\w'-]*\s+){0,6}[a-z][\w'-]*)\s*\(\s*([A-Z]{2,9}s?)\s*\)"
+)
 _ACRONYM_IN_BRACKETS_RE = re.compile(r"\(\s*[A-Z]{2,9}s?\s*\)")
 _SMALL_WORDS = frozenset({"of", "and", "the", "for", "in", "on", "to", "per"})
 
@@ -109,8 +111,10 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
 
 
 def initials_match(acronym: str, text: str, connectors: frozenset[str]) -> bool:
-    """Whether ``text`` spells out ``acronym`` as the initials of consecutive words
-    (connectors such as ``of`` and ``and`` may be skipped)."""
+    """Whether ``text`` spells out ``acronym`` as the initials of consecutive words.
+
+    Connectors such as ``of`` and ``and`` may be skipped.
+    """
     letters = acronym.lower().rstrip("s") if acronym.endswith("s") else acronym.lower()
     words = re.findall(r"[^\W\d_]+", text.lower())
     for start in range(len(words)):
@@ -128,9 +132,11 @@ def initials_match(acronym: str, text: str, connectors: frozenset[str]) -> bool:
 
 
 def expansion_of(text: str) -> Iterator[tuple[str, str]]:
-    """``(acronym, expansion)`` for each acronym written with its expansion in ``text``:
+    """``(acronym, expansion)`` for each acronym written with its expansion in ``text``.
+
     ``Politically Exposed Person (PEP)``, ``PEP (Politically Exposed Person)``, and in lower
-    case where the words' initials spell the acronym (``lower explosive limit (LEL)``)."""
+    case where the words' initials spell the acronym (``lower explosive limit (LEL)``).
+    """
     if "(" not in text:
         return  # every form has a bracket: most sentences are done here
     for found in _EXPANSION_RE.finditer(text):

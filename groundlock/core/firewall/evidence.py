@@ -32,8 +32,10 @@ _POSSESSIVE_RE = re.compile(r"['\u2019]s$")
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light stem of a caseless word: ``replaced``, ``replaces``, ``replacement`` and
-    ``replacing`` all reduce to ``replac``. Crude on purpose: both sides reduce alike."""
+    """A light stem of a caseless word: crude on purpose, both sides reduce alike.
+
+    ``replaced``, ``replaces``, ``replacement`` and ``replacing`` all reduce to ``replac``.
+    """
     word = _POSSESSIVE_RE.sub("", word)
     for _ in range(2):
         for suffix in _SUFFIXES:
@@ -42,15 +44,17 @@ def stem(word: str) -> str:
                 break
         else:
             break
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":  # noqa: PLR2004
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
         word = word[:-1]  # "admitted" and "admits", "stopped" and "stops"
     return word
 
 
 @lru_cache(maxsize=4096)
 def stems(text: str, stopwords: frozenset[str]) -> frozenset[str]:
-    """The stems of ``text``'s words that are not stop words (cached: several rules ask
-    about the same sentence)."""
+    """The stems of ``text``'s words that are not stop words.
+
+    Cached: several rules ask about the same sentence.
+    """
     return frozenset(stem(w) for w in words(text) if w not in stopwords)
 
 

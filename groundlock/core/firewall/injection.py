@@ -61,9 +61,11 @@ def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     # Two orders a manual might give its reader, in one sentence ("do not cite anything and
     # state that ..."), address the model: a reader's procedure gives one at a time.
     weak = ruleset.compiled("injection.weak", _weak_re)
-    if weak is None or len(weak.findall(reduced)) < 2:  # noqa: PLR2004
+    if weak is None or len(weak.findall(reduced)) < 2:
         return False
-    return any(len(weak.findall(_reduced(part, ruleset))) >= 2 for part in ruleset.segmenter.split(text))  # noqa: PLR2004
+    return any(
+        len(weak.findall(_reduced(part, ruleset))) >= 2 for part in ruleset.segmenter.split(text)
+    )
 
 
 def _reduced(text: str, ruleset: Ruleset) -> str:

@@ -1,8 +1,8 @@
-"""Look-alike characters: ``еvidence`` with a Cyrillic е, ``ＣＯＮＴＥＸＴ`` in full width.
+r"""Look-alike characters: ``\u0435vidence`` with a Cyrillic e, ``CONTEXT`` in full width.
 
 A meta phrase or a chunk id written with letters that only look Latin passes any check that
 compares characters. From ``firewall_v2`` the meta-commentary and leak rules read a sentence
-*folded*: compatibility forms made plain (NFKC: full width, ligatures, ``ℓ``), then every
+*folded*: compatibility forms made plain (NFKC: full width, ligatures, ``\u2113``), then every
 character the Unicode confusables data says looks like an ASCII letter or digit made that
 letter or digit.
 
@@ -30,8 +30,10 @@ def _table(ruleset: Ruleset) -> dict[int, str]:
 
 
 def fold_lookalikes(text: str, ruleset: Ruleset) -> str:
-    """``text`` with compatibility forms and look-alikes of ASCII letters and digits made
-    ASCII (lengths may change); ``text`` unchanged under a ruleset without the table."""
+    """``text`` with compatibility forms and look-alikes of ASCII letters made ASCII.
+
+    Lengths may change; ``text`` is unchanged under a ruleset without the table.
+    """
     table = ruleset.compiled("lookalikes.table", _table)
     if not table or text.isascii():
         return text
@@ -39,8 +41,10 @@ def fold_lookalikes(text: str, ruleset: Ruleset) -> str:
 
 
 def lookalike_lines() -> list[str]:
-    """The ``lookalikes.lines`` a new ruleset would freeze, from ``confusable-homoglyphs``
-    (a development dependency: only this generator imports it)."""
+    """The ``lookalikes.lines`` a new ruleset would freeze, from ``confusable-homoglyphs``.
+
+    A development dependency: only this generator imports it.
+    """
     import json  # noqa: PLC0415
     from importlib import resources  # noqa: PLC0415
 

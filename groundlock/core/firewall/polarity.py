@@ -1,5 +1,4 @@
-"""Negation, obligation and opposites of a clause, as rule ``contradicts_evidence`` compares
-them with the evidence.
+"""Negation, obligation and opposites of a clause, for rule ``contradicts_evidence``.
 
 A clause is *negative* when it holds a negator (``not``, ``never``, ``no``, ``prohibited``,
 ...); the word a negator governs is the first content word after it (``must not exceed``:
@@ -115,6 +114,7 @@ class Clause:
     """Its sentence restricts (``only X may ...``): its polarity says nothing comparable."""
 
 
+_TO = frozenset({"to"})
 _MODALS = frozenset("may can could might must shall should will would do does did".split())
 """Words after which a verb is asserted (``may exceed``, ``does indicate``)."""
 _COPULAS = frozenset("is are was were be been being".split())
@@ -139,12 +139,22 @@ evidence_clauses = clauses
 """The clauses of an evidence sentence (the same reduction, one cache)."""
 
 
-def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
+def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:  # noqa: PLR0912
+    # (one branch per kind of word a clause holds)
     tokens = [t for t in tokens if not any(c.isdigit() for c in t)]
     if not tokens:
         return Clause(
-            frozenset(), False, frozenset(), frozenset(), {}, frozenset(), frozenset(), None,
-            False, {}, False,
+            stems=frozenset(),
+            negative=False,
+            negated=frozenset(),
+            none_of=frozenset(),
+            positions={},
+            gerunds=frozenset(),
+            asserted=frozenset(),
+            order=None,
+            negated_order=False,
+            modal={},
+            restricted=False,
         )
     content = {stem(t) for t in tokens if t not in lex.stopwords and t not in lex.negators}
     negated: set[str] = set()
@@ -198,8 +208,11 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:
 
 
 def _modality(tokens: list[str], index: int, lex: Lexicon) -> str | None:
-    """The modality a modal word at ``index`` gives, negation included: ``obligation``,
-    ``recommendation``, ``permission``, ``prohibition`` or ``discouraged`` (or None)."""
+    """The modality the modal word at ``index`` gives, negation included.
+
+    ``obligation``, ``recommendation``, ``permission``, ``prohibition`` or ``discouraged``
+    (or None for no modal word).
+    """
     token = tokens[index]
     around = tokens[max(0, index - 2) : index] + tokens[index + 1 : index + 3]
     negated = any(t in lex.negators for t in around)
@@ -216,11 +229,13 @@ def _modality(tokens: list[str], index: int, lex: Lexicon) -> str | None:
 
 
 def _governed(tokens: list[str], start: int, lex: Lexicon) -> str | None:
-    """The verb a modal word governs: the next word after ``be``, ``not``, ``to`` and
-    adverbs; None when an article or another function word comes first (``needs a permit``
-    governs no verb)."""
+    """The verb a modal word governs: the next word after ``be``, ``not``, ``to``, adverbs.
+
+    None when an article or another function word comes first (``needs a permit`` governs
+    no verb).
+    """
     for token in tokens[start : start + 4]:
-        if token in lex.negators or token in lex.skippable or token in _COPULAS or token == "to":
+        if token in lex.negators or token in lex.skippable or token in _COPULAS or token in _TO:
             continue
         if token.endswith("ly") or token in _MODALS:
             continue

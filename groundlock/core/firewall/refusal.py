@@ -140,15 +140,18 @@ def _in_other_words(ctx: Context, phrases: tuple[re.Pattern[str], ...]) -> Refus
 def _evidence_says_so(
     sentence: Sentence, phrase: str, ctx: Context, patterns: tuple[re.Pattern[str], ...]
 ) -> bool:
-    """Whether an entry ``sentence`` cites says, of the same subject, that something is not
-    given, not known or not determined (so the sentence reports it, not refuses)."""
+    """Whether an entry ``sentence`` cites says the same gap itself.
+
+    Of the same subject, that something is not given, not known or not determined: then
+    the sentence reports it rather than refuses.
+    """
     from groundlock.core.firewall.evidence import facts, stems  # noqa: PLC0415  (cycle)
 
     stop = frozenset(ctx.ruleset.entries("stopwords"))
     subject = stems(sentence.text, stop) - stems(phrase, stop)
     for entry in sentence.cited:
         for text in facts(entry.sanitized_text, ctx.ruleset).sentences:
-            if len(subject & stems(text, stop)) < 2:  # noqa: PLR2004
+            if len(subject & stems(text, stop)) < 2:
                 continue
             folded = fold(text)
             if _UNKNOWN_RE.search(folded) or any(p.search(folded) for p in patterns):

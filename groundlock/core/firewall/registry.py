@@ -8,6 +8,10 @@ ruleset, so that every ruleset keeps judging exactly as it did.
 from __future__ import annotations
 
 from groundlock.core.firewall.rule import Rule
+from groundlock.core.firewall.rules.binding import SwappedDetail
+from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
+from groundlock.core.firewall.rules.coverage import SupportCoverage
+from groundlock.core.firewall.rules.entities import UnsupportedEntity
 from groundlock.core.firewall.rules.form import (
     CitationList,
     EmptyAnswer,
@@ -18,16 +22,12 @@ from groundlock.core.firewall.rules.form import (
     UncitedStatement,
     UnknownAnchor,
 )
-from groundlock.core.firewall.rules.binding import SwappedDetail
-from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
-from groundlock.core.firewall.rules.coverage import SupportCoverage
-from groundlock.core.firewall.rules.entities import UnsupportedEntity
 from groundlock.core.firewall.rules.instructions import InstructionFollowed, ObeyedInstruction
-from groundlock.core.firewall.rules.misattribution import MisattributedCitation
-from groundlock.core.firewall.rules.values import UnsupportedValue
 from groundlock.core.firewall.rules.leaks import MetaCommentary, MetadataLeak
+from groundlock.core.firewall.rules.misattribution import MisattributedCitation
 from groundlock.core.firewall.rules.support import NoSharedWord
 from groundlock.core.firewall.rules.unsafe import UnsafeOutput
+from groundlock.core.firewall.rules.values import UnsupportedValue
 from groundlock.core.firewall.ruleset import Ruleset, RulesetError
 
 __all__ = ["RULES", "rules_of"]

@@ -1,5 +1,7 @@
-"""Where a sentence's values and names can be found: the entries it cites, the question,
-the other entries, or only an instruction injected into the evidence.
+"""Where a sentence's values and names can be found.
+
+In the entries it cites, the question, the other entries, or only in an instruction
+injected into the evidence.
 
 The substantive rules share this view of one sentence, so each lookup is made once:
 ``unsupported_value`` and ``unsupported_entity`` object to what is found nowhere,
@@ -90,8 +92,11 @@ def support_view(sentence: Sentence, ctx: Context) -> SupportView:
 
 
 def judged(sentence: Sentence) -> bool:
-    """Whether the substantive rules judge ``sentence``: a cited one, or an uncited label,
-    heading or table header (which is read against what the whole answer cites)."""
+    """Whether the substantive rules judge ``sentence``.
+
+    A cited one, or an uncited label, heading or table header (which is read against what
+    the whole answer cites).
+    """
     return bool(sentence.cited) or sentence.kind is not LineKind.TEXT
 
 

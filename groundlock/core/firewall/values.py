@@ -9,7 +9,7 @@ reduced to *keys* that compare equal however the value is written:
   (``five days``), scale words (``1.2 million``), with the unit that follows (``45 Nm`` =
   ``45 N·m`` = ``45 newton-metres``; ``5 °C`` = ``5 deg C``; up to two words between:
   ``500 operating hours``) or the currency before (``USD 10,000`` = ``$10,000``); a range
-  (``3–5 bar``, ``3 to 5 bar``, ``between 3 and 5 bar``) gives both ends its unit;
+  (``3-5 bar`` with any dash, ``3 to 5 bar``, ``between 3 and 5 bar``) gives both ends its unit;
 * percentages (``10%`` = ``10 percent``);
 * dates (``2025-06-01`` = ``1 June 2025`` = ``June 1, 2025``; ``June 2025``; ``01/06/2025``
   read both ways) and times of day (``14:30`` = ``2:30 pm``);
@@ -186,15 +186,18 @@ class ValueIndex:
                 if key in self.keys:
                     return True
                 continue
-            units = self.numbers.get(key[1])  # type: ignore[arg-type]
+            number = key[1]
+            units = self.numbers.get(number) if isinstance(number, Decimal) else None
             if units is not None and (key[2] is None or key[2] in units or None in units):
                 return True  # (a digit run inside an identifier, "#", supports a bare number)
         return False
 
 
 def _readings(text: str) -> set[Decimal]:
-    """The numbers a digit string may mean: ``1,800`` 1800 (or 1.8), ``3,5`` 3.5,
-    ``1.800`` 1.8 (or 1800)."""
+    """The numbers a digit string may mean.
+
+    ``1,800``: 1800 (or 1.8); ``3,5``: 3.5; ``1.800``: 1.8 (or 1800).
+    """
     readings: set[Decimal] = set()
     try:
         if "," in text and "." not in text:
@@ -248,7 +251,9 @@ class _Reader:
                     pending = []
                 yield value
 
-    def _read(self, index: int, token: re.Match[str]) -> Iterator[Value]:  # noqa: C901, PLR0911, PLR0912
+    def _read(  # noqa: PLR0911, PLR0912, PLR0915  (one branch per shape of token)
+        self, index: int, token: re.Match[str]
+    ) -> Iterator[Value]:
         word = token.group()
         lower = word.lower()
         if lower.rstrip(".") in _MONTHS and not _DIGIT_RE.search(word):
@@ -282,8 +287,7 @@ class _Reader:
         if (found := _HYPHENATED_NUMBER_RE.fullmatch(word)) is not None:
             # "30-day", "500-per-pallet": a number and the words it qualifies.
             unit = self.vocabulary.units.get(found[2].lower())
-            keys = frozenset(("n", r, unit) for r in _readings(found[1]))
-            yield Value("number", word, keys)
+            yield Value("number", word, frozenset(("n", r, unit) for r in _readings(found[1])))
             return
         if (found := _ISO_RE.fullmatch(word)) is not None:
             yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
@@ -331,16 +335,7 @@ class _Reader:
                 return
         if _ALPHA_RE.search(word) or word.count("-") + word.count("/") + word.count(".") >= 2:
             compact = re.sub(r"[\W_]", "", word).upper()
-            keys: set[tuple[object, ...]] = {("id", compact)}
-            if (part := _SUBPART_RE.search(word)) is not None:
-                # "§ 7-204(b)": a statute writes its subsection "(b)" under "§ 7-204".
-                base = re.sub(r"[\W_]", "", word[: part.start()]).upper()
-                keys.add(("sub", base, part.group(1).lower()))
-            if compact[0] == "V" and compact[1:].isdigit():
-                keys.add(("id", compact[1:]))  # "v2.1.4" is version 2.1.4
-            elif compact.isdigit():
-                keys.add(("id", f"V{compact}"))
-            yield Value("identifier", word, frozenset(keys))
+            yield Value("identifier", word, frozenset(_identifier_keys(word, compact)))
 
     def _read_part(self, part: str, start: int) -> Iterator[Value]:
         time = _TIME_RE.fullmatch(part)
@@ -489,6 +484,19 @@ class _Reader:
         last = self.tokens[index + skip + (1 if year is not None else 0)]
         surface = self.text[self.tokens[index].start() : last.end()]
         return next(_date(surface, year, month, int(self.tokens[index][0])), None)
+
+
+def _identifier_keys(word: str, compact: str) -> set[tuple[object, ...]]:
+    keys: set[tuple[object, ...]] = {("id", compact)}
+    if (part := _SUBPART_RE.search(word)) is not None:
+        # "§ 7-204(b)": a statute writes its subsection "(b)" under "§ 7-204".
+        base = re.sub(r"[\W_]", "", word[: part.start()]).upper()
+        keys.add(("sub", base, part.group(1).lower()))
+    if compact[0] == "V" and compact[1:].isdigit():
+        keys.add(("id", compact[1:]))  # "v2.1.4" is version 2.1.4
+    elif compact.isdigit():
+        keys.add(("id", f"V{compact}"))
+    return keys
 
 
 def _unit_of(value: Value) -> str | None:

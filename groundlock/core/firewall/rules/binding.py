@@ -5,8 +5,8 @@ what a sentence cites. But an entry holds many: ``benzene 5 ppm`` is wrong when 
 gives benzene 0.5 ppm and H2S 5 ppm; ``reported to the site manager, Karen Hsu`` is wrong
 when the entry's site manager is Elena Vasquez and Karen Hsu its issuing authority.
 
-Each clause of a sentence that cites one entry is aligned with the evidence sentence of its cited entries
-that shares most of its words (at least three, and half of the clause's). When that
+Each clause of a sentence that cites one entry is aligned with the evidence sentence of that
+entry that shares most of its words (at least three, and most of the clause's). When that
 sentence states a number with the same unit, and not the clause's, and no other evidence
 sentence that aligns about as well states the clause's, the clause has swapped a detail of
 the statement it restates. (Dates, identifiers, names and bare numbers are left to the
@@ -34,7 +34,9 @@ from groundlock.core.firewall.values import Value, ValueIndex, index_values, val
 
 __all__ = ["SwappedDetail"]
 
-_CLAUSE_RE = re.compile(r";|\s[\u2014\u2013-]\s|,\s*(?:and|but|while|whereas|so)\b|\bwhile\b|\bwhereas\b")
+_CLAUSE_RE = re.compile(
+    r";|\s[\u2014\u2013-]\s|,\s*(?:and|but|while|whereas|so)\b|\bwhile\b|\bwhereas\b"
+)
 _DIGITS_RE = re.compile(r"\d")
 
 
@@ -91,11 +93,11 @@ def _swapped(sentence: Sentence, ctx: Context) -> str | None:
     share = ctx.ruleset.param("binding_share")
     for part in _CLAUSE_RE.split(sentence.text):
         said = frozenset(w for w in stems(part, stop) if not _DIGITS_RE.search(w))
-        if len(said) < 3:  # noqa: PLR2004
+        if len(said) < 3:
             continue
         overlaps = [len(said & e.stems) for e in evidence]
         best = max(overlaps)
-        if best < 3 or best < share * len(said):  # noqa: PLR2004
+        if best < 3 or best < share * len(said):
             continue
         top = evidence[overlaps.index(best)]
         near = [e for e, o in zip(evidence, overlaps, strict=True) if o >= best - 2]

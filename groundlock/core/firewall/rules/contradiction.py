@@ -48,8 +48,10 @@ class ContradictsEvidence:
 
 
 def _bounds(sentence: Sentence, ctx: Context) -> str | None:
-    """A value stated with the opposite bound to every cited statement of it (``at most 30``
-    where the evidence says ``at least 30``; ``or below`` for ``or above``)."""
+    """A value stated with the opposite bound to every cited statement of it.
+
+    ``at most 30`` where the evidence says ``at least 30``; ``or below`` for ``or above``.
+    """
     cited = support_view(sentence, ctx).cited_values()
     for value, source, _ in sentence_values(sentence, ctx):
         if value.bound is None or source is not Source.CITED:
@@ -75,11 +77,7 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
     for clause in clauses(sentence.text, lex):
         if clause.restricted:
             continue
-        aligned = [
-            e
-            for e in evidence
-            if len(clause.stems & e.stems) >= 2 and not e.restricted  # noqa: PLR2004
-        ]
+        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2 and not e.restricted]
         if not aligned:
             continue
         found = _polarity(clause, aligned) or _modality(clause, aligned)
@@ -103,19 +101,22 @@ def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
             stated = word not in clause.gerunds and any(word in e.negated for e in holding)
             if stated or any(_none_but_stated(clause, e, word) for e in holding):
                 return f"states {word!r} where its evidence negates it"
-        if word in clause.negated and not any(e.negative for e in holding):
-            # An evidence sentence's first word is taken for an order only against an
-            # order: "Punitive damages are denied" opens with no verb.
-            if any(
-                word in e.asserted or (clause.negated_order and word == e.order) for e in holding
-            ):
-                return f"negates {word!r} where its evidence asserts it"
+        # An evidence sentence's first word is taken for an order only against an order:
+        # "Punitive damages are denied" opens with no verb.
+        asserted = any(
+            word in e.asserted or (clause.negated_order and word == e.order) for e in holding
+        )
+        if word in clause.negated and not any(e.negative for e in holding) and asserted:
+            return f"negates {word!r} where its evidence asserts it"
     return None
 
 
 def _none_but_stated(clause: Clause, evidence: Clause, noun: str) -> bool:
-    """``a resample was taken`` against ``no resample was taken``: the noun the evidence
-    says *no* of is the clause's subject, and both assert the same verb of it."""
+    """``a resample was taken`` against ``no resample was taken``.
+
+    The noun the evidence says *no* of is the clause's subject, and both assert the same
+    verb of it.
+    """
     if noun not in evidence.none_of:
         return False
     shared = clause.asserted & evidence.asserted
@@ -140,7 +141,7 @@ def _opposite(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
         return None
     overlaps = [len(said & e) for e in evidence]
     best = max(overlaps)
-    if best < 4 or best < 0.5 * len(said):  # noqa: PLR2004
+    if best < 4 or best < 0.5 * len(said):
         return None
     top = evidence[overlaps.index(best)]
     near = [e for e, o in zip(evidence, overlaps, strict=True) if o >= best - 1]

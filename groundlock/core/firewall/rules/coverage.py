@@ -22,8 +22,10 @@ __all__ = ["SupportCoverage", "coverage"]
 
 
 def coverage(sentence: Sentence, ctx: Context, against: Facts | None = None) -> float:
-    """The share of ``sentence``'s content stems in its cited entries (and the question),
-    or in ``against`` alone; 1.0 for a sentence with no content word, 0.0 uncited."""
+    """The share of ``sentence``'s content stems in its cited entries and the question.
+
+    Or in ``against`` alone; 1.0 for a sentence with no content word, 0.0 uncited.
+    """
     said = stems(sentence.text, stopwords(ctx.ruleset))
     if not said:
         return 1.0

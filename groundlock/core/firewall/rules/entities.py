@@ -1,5 +1,6 @@
-"""Names a sentence introduces: proper names, acronyms and acronym expansions its cited
-entries and the question do not contain (``001`` P2.2: no new entities, no acronym
+"""Names a sentence introduces that its cited entries and the question do not contain.
+
+Proper names, acronyms and acronym expansions (``001`` P2.2: no new entities, no acronym
 expansions absent from the evidence).
 
 An acronym is supported where the evidence writes it or spells out its initials

@@ -15,11 +15,11 @@ from typing import ClassVar
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.evidence import facts, stem
 from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
 from groundlock.core.firewall.lexicon import content_words
-from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.evidence import facts, stem
 from groundlock.core.firewall.polarity import Clause, clauses, evidence_clauses, lexicon
+from groundlock.core.firewall.rule import Context, Finding
 from groundlock.core.firewall.rules.entities import sentence_names
 from groundlock.core.firewall.rules.support import stopwords
 from groundlock.core.firewall.rules.values import sentence_values
@@ -104,8 +104,7 @@ def _follows(
 
 
 class ObeyedInstruction(InstructionFollowed):
-    """``instruction_followed`` with clause-level payloads, and values or names found only
-    in an instruction.
+    """``instruction_followed`` with payloads, and values or names only an instruction has.
 
     An injected instruction wraps a *payload* (``answer that no inspection is needed``):
     its content words without the words that order (``answer``, ``say``, ``ignore``, ...).
@@ -139,7 +138,7 @@ def _payloads(ctx: Context) -> tuple[Clause, ...]:
         told = facts(entry.sanitized_text, ctx.ruleset).instructions
         for clause in clauses(told, lex) if told else ():
             payload = clause.stems - ordering
-            if len(payload) >= 2:  # noqa: PLR2004
+            if len(payload) >= 2:
                 found.append(replace(clause, stems=payload))
     return tuple(found)
 

@@ -38,8 +38,11 @@ _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
 
 
 def _reading(sentence: Sentence, ctx: Context) -> str:
-    """The sentence as the leak and meta patterns read it: folded, and from ``firewall_v2``
-    with look-alike letters made ASCII first (``еvidence`` with a Cyrillic е)."""
+    """The sentence as the leak and meta patterns read it: folded.
+
+    From ``firewall_v2`` look-alike letters are made ASCII first (``\u0435vidence`` with a
+    Cyrillic e).
+    """
     if not ctx.ruleset.entries("lookalikes"):
         return sentence.folded
     return fold(fold_lookalikes(sentence.text, ctx.ruleset))
@@ -49,17 +52,19 @@ _SEPARATORS_RE = re.compile(r"[\W_]+")
 
 
 def _spelled_apart(sentence: Sentence, ids: set[str], ctx: Context) -> bool:
-    """From ``firewall_v2``: an id written with other separators (``amm 29 11 00 c004``,
-    ``amm_29_11_00_c004``, non-breaking hyphens), compared without any."""
+    """From ``firewall_v2``: an id written with other separators, compared without any.
+
+    ``amm 29 11 00 c004``, ``amm_29_11_00_c004``, non-breaking hyphens.
+    """
     if not ctx.ruleset.entries("lookalikes"):
         return False
     compact = _SEPARATORS_RE.sub("", _reading(sentence, ctx).casefold())
     cited = [_SEPARATORS_RE.sub("", plain(e.sanitized_text)) for e in sentence.cited]
     for identifier in ids:
         wanted = _SEPARATORS_RE.sub("", identifier)
-        if len(wanted) >= 6 and any(c.isdigit() for c in wanted) and wanted in compact:  # noqa: PLR2004
-            if not any(wanted in text for text in cited):
-                return True
+        long_enough = len(wanted) >= 6 and any(c.isdigit() for c in wanted)
+        if long_enough and wanted in compact and not any(wanted in text for text in cited):
+            return True
     return False
 
 

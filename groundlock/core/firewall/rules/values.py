@@ -34,7 +34,7 @@ def sentence_values(
             (value, *view.value_source(value))
             for value in values_in(sentence.text, vocabulary(ctx.ruleset))
         )
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 class UnsupportedValue:
