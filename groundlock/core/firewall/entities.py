@@ -71,8 +71,8 @@ def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
         word = found.group()
         opener = _opens_clause(text, found.start(), previous_end)
         previous_end = found.end()
-        if not word[0].isupper() or opener:
-            continue
+        if not word[0].isupper() or opener or any(c.isdigit() for c in word):
+            continue  # (a word with a digit is an identifier: the value rule's)
         for part in re.split(r"[-.]", word.rstrip(".")):
             yield from _name(part, common)
 

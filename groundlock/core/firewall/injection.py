@@ -55,17 +55,7 @@ def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     False
     """
     pattern = ruleset.compiled("injection.instruction", _instruction_re)
-    reduced = _reduced(text, ruleset)
-    if pattern.search(reduced) is not None:
-        return True
-    # Two orders a manual might give its reader, in one sentence ("do not cite anything and
-    # state that ..."), address the model: a reader's procedure gives one at a time.
-    weak = ruleset.compiled("injection.weak", _weak_re)
-    if weak is None or len(weak.findall(reduced)) < 2:
-        return False
-    return any(
-        len(weak.findall(_reduced(part, ruleset))) >= 2 for part in ruleset.segmenter.split(text)
-    )
+    return pattern.search(_reduced(text, ruleset)) is not None
 
 
 def _reduced(text: str, ruleset: Ruleset) -> str:

@@ -38,7 +38,18 @@ def grounding_metrics(answer: ParsedAnswer, ctx: Context) -> GroundingMetrics:
         refusal_detected=ctx.refusal.detected,
         length_ratio_flag=bool(evidence_chars) and len(answer.text) > limit * evidence_chars,
         suspicious_new_ids=_suspicious_ids(answer.sentences),
+        support_coverage=_coverage(answer, ctx),
     )
+
+
+def _coverage(answer: ParsedAnswer, ctx: Context) -> tuple[float, ...]:
+    """Per stating sentence, the share of its words in what it cites (rulesets that
+    measure it: those with the ``support_coverage`` rule)."""
+    if "support_coverage" not in ctx.ruleset.rules:
+        return ()
+    from groundlock.core.firewall.rules.coverage import coverage  # noqa: PLC0415  (cycle)
+
+    return tuple(round(coverage(s, ctx), 4) for s in answer.sentences)
 
 
 def _id_like(token: str) -> bool:

@@ -79,7 +79,14 @@ class SupportView:
 
 
 def _facts_of(entries: Iterable[SelectedEvidence], ctx: Context) -> tuple[Facts, ...]:
-    return tuple(facts(e.sanitized_text, ctx.ruleset) for e in entries)
+    return tuple(part for e in entries for part in _entry(e, ctx))
+
+
+def _entry(entry: SelectedEvidence, ctx: Context) -> tuple[Facts, Facts]:
+    """An entry's text, and what its header shows the model: its source reference and
+    knowledge id (``Service Bulletin SB-2025-017``) are citable names too."""
+    label = f"{entry.source_reference or ''} {entry.knowledge_id}"
+    return facts(entry.sanitized_text, ctx.ruleset), question_facts(label, ctx.ruleset)
 
 
 def support_view(sentence: Sentence, ctx: Context) -> SupportView:
@@ -107,9 +114,10 @@ def _view(sentence: Sentence, ctx: Context) -> SupportView:
         cited=_facts_of(entries, ctx),
         question=question_facts(ctx.question, ctx.ruleset),
         others=tuple(
-            (anchor, facts(entry.sanitized_text, ctx.ruleset))
+            (anchor, part)
             for anchor, entry in ctx.entries.items()
             if anchor not in cited
+            for part in _entry(entry, ctx)
         ),
         everything=_facts_of(ctx.entries.values(), ctx),
     )

@@ -102,6 +102,8 @@ def _swapped(sentence: Sentence, ctx: Context) -> str | None:
         top = evidence[overlaps.index(best)]
         near = [e for e, o in zip(evidence, overlaps, strict=True) if o >= best - 2]
         for value in values_in(part, vocab):
+            if view.question.values.supports(value):
+                continue  # the question's own value is not new
             kind = _kind(value)
             if kind[0] != "number" or kind[1] is None:
                 continue  # dates, ids, names and bare numbers: a sentence gathers them widely

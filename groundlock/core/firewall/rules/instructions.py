@@ -135,12 +135,16 @@ def _payloads(ctx: Context) -> tuple[Clause, ...]:
     ordering = ctx.ruleset.compiled("injection.ordering", _ordering)
     found = []
     for entry in ctx.entries.values():
-        told = facts(entry.sanitized_text, ctx.ruleset).instructions
+        told = _BRACKETED_RE.sub(" ", facts(entry.sanitized_text, ctx.ruleset).instructions)
         for clause in clauses(told, lex) if told else ():
             payload = clause.stems - ordering
             if len(payload) >= 2:
                 found.append(replace(clause, stems=payload))
     return tuple(found)
+
+
+_BRACKETED_RE = re.compile(r"\([^()\n]{0,200}\)|\[[^\[\]\n]{0,200}\]")
+"""Bracketed asides of an instruction (a forged header, a reference): not its payload."""
 
 
 def _ordering(ruleset: Ruleset) -> frozenset[str]:
