@@ -110,6 +110,7 @@ def grounded_answer_chain(
     policy: str | Policy = DEFAULT_POLICY,
     allow_provider_storage: bool = False,
     store: DeltaAuditStore | str | os.PathLike[str] | None = None,
+    judge: BaseChatModel | str | Runnable[Any, Any] | None = None,
 ) -> GroundedAnswerChain:
     """A retrieval bundle in, a :class:`~groundlock.PublicResponse` out.
 
@@ -118,6 +119,12 @@ def grounded_answer_chain(
     version name or a loaded :class:`Policy`, shared by every stage. The chain is
     R2 | R3 | R4 | R5 | R6: each stage a named run, a non-OK status passed through without
     work, and nothing returned, streamed or logged before R5 has validated the answer.
+
+    A policy that names a ``support_judge`` (``R2_POLICY_V2_JUDGED``) needs a ``judge``: a
+    chat model or ``provider:model`` string (pinned like the answering model, given the
+    frozen judge prompt) or any runnable mapping ``{"sentence", "evidence"}`` to
+    ``{"verdict", "score"}``; R5 asks it about every cited sentence of an answer that passed
+    the deterministic rules.
 
     With a ``store`` (a :class:`~groundlock.DeltaAuditStore`, or a path or URI to open one
     at), :class:`~groundlock.runnables.record.RecordValidation` runs between R5 and R6: every
@@ -146,7 +153,7 @@ def grounded_answer_chain(
                 "allow_provider_storage": allow_provider_storage,
             }
         ),
-        ValidateAnswer(policy=loaded),
+        ValidateAnswer(policy=loaded, judge=judge),
     ]
     if store is not None:
         audit = store if isinstance(store, DeltaAuditStore) else DeltaAuditStore(store)

@@ -16,7 +16,7 @@ from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 
-__all__ = ["FirewallFinding", "GroundingMetrics", "ValidationResult"]
+__all__ = ["FirewallFinding", "GroundingMetrics", "JudgeRecord", "JudgeVerdict", "ValidationResult"]
 
 
 class GroundingMetrics(Contract):
@@ -83,6 +83,31 @@ class FirewallFinding(Contract):
     """Which sentence, which kind of thing; never the answer's text at length."""
 
 
+class JudgeVerdict(Contract):
+    """The support judge's verdict on one sentence."""
+
+    sentence: NonNegativeInt
+    """The 1-based sentence judged."""
+    supported: bool
+    """Whether the judge found the sentence supported by the entries it cites (its verdict,
+    and its score at least the policy's ``min_score``)."""
+    score: Annotated[float, Field(ge=0.0, le=1.0)]
+    """The judge's own score that the sentence is supported."""
+
+
+class JudgeRecord(Contract):
+    """What the policy's support judge was and said: who judged, with which prompt, what."""
+
+    judge: str
+    """The judge's identity: the pinned model's name, or the runnable's name."""
+    prompt_version: str | None
+    """The frozen judge prompt a chat-model judge was given (None for another runnable)."""
+    prompt_sha256: str | None
+    verdicts: tuple[JudgeVerdict, ...]
+    error: str | None
+    """Why the judge gave no verdicts (an error or the deadline), by kind, never its text."""
+
+
 class ValidationResult(Contract):
     """R5's output (the frozen schema of ``000`` R5), carrying the execution on to R6."""
 
@@ -108,6 +133,9 @@ class ValidationResult(Contract):
     findings: tuple[FirewallFinding, ...] = ()
     """Every finding of every rule, enforced or flagged, in rule-table order; the first
     enforced one is ``failure_reason``."""
+    judge: JudgeRecord | None = None
+    """The support judge's record, when the policy names one and it ran (on answers that
+    passed every deterministic rule)."""
     execution: LLMExecutionResult | None
     """What was validated; None only when R5 received something that was not an execution
     result at all (a stage invoked on its own with bad data)."""

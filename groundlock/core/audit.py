@@ -63,6 +63,7 @@ def audit_rows(
             "firewall_ruleset": result.firewall_ruleset,
             "firewall_ruleset_sha256": result.firewall_ruleset_sha256,
             "firewall_findings": tuple(finding_label(f) for f in result.findings),
+            **_judge_columns(result),
             "instruction_anchors": bundle.metrics.instruction_anchors
             if bundle and bundle.metrics
             else None,
@@ -124,6 +125,21 @@ _SUMMARY_COLUMNS = (
     "completion_tokens",
     "total_tokens",
 )
+
+
+def _judge_columns(result: ValidationResult) -> dict[str, object]:
+    record = result.judge
+    if record is None:
+        return {"judge": None, "judge_prompt_sha256": None, "judge_verdicts": None}
+    verdicts = tuple(
+        f"{v.sentence}:{'supported' if v.supported else 'unsupported'}:{v.score:.3f}"
+        for v in record.verdicts
+    )
+    return {
+        "judge": record.judge[:512],
+        "judge_prompt_sha256": record.prompt_sha256,
+        "judge_verdicts": (*verdicts, f"error:{record.error}") if record.error else verdicts,
+    }
 
 
 def finding_label(finding: FirewallFinding) -> str:

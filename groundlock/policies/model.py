@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_
 
 from groundlock._frozen import FrozenModel, cached_property
 
-__all__ = ["ExecutionLimits", "InputLimits", "Policy"]
+__all__ = ["ExecutionLimits", "InputLimits", "Policy", "SupportJudgeSettings"]
 
 _Positive = Annotated[StrictInt, Field(ge=1)]
 _Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
@@ -66,8 +66,35 @@ class ExecutionLimits(FrozenModel):
         return self
 
 
-_LATER_FIELDS = ("firewall_ruleset", "firewall_modes", "min_support_coverage")
+_LATER_FIELDS = ("firewall_ruleset", "firewall_modes", "min_support_coverage", "support_judge")
 """Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
+
+
+class SupportJudgeSettings(FrozenModel):
+    """How a policy uses an optional support judge (an entailment model) in R5.
+
+    The judge runs after the deterministic rules, only on answers that passed them, once per
+    cited sentence, with the sentence and the texts of the entries it cites. The judge itself
+    (a chat model, pinned like R4's, or any runnable) is given to the chain; the policy says
+    that one is required and what its verdicts do.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["enforce", "flag"] = "enforce"
+    """``enforce``: an unsupported sentence withholds the answer (``SUPPORT_JUDGE_REJECTED``);
+    ``flag``: the verdict is recorded and the answer passes."""
+    on_error: Literal["fail", "flag"] = "fail"
+    """A judge that errs, times out or answers outside its contract fails the request
+    closed (``SUPPORT_JUDGE_FAILED``), or, with ``flag``, is recorded and the answer passes."""
+    min_score: _Fraction = 0.5
+    """A ``supported`` verdict scored below this counts as unsupported."""
+    prompt: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")] = "judge_prompt_v1"
+    """The frozen, hash-locked prompt a chat-model judge is given (``groundlock/prompts``)."""
+    timeout_seconds: _Seconds = 60.0
+    """Wall-clock budget for judging one answer; past it the judge has failed."""
+    max_sentences: Annotated[StrictInt, Field(ge=1, le=200)] = 60
+    """Most sentences judged; a longer answer fails the judge (its cost is bounded)."""
 
 
 class Policy(FrozenModel):
@@ -128,6 +155,8 @@ class Policy(FrozenModel):
     """Per rule, ``enforce`` or ``flag``, for the ruleset's rules that have a mode (the
     substantive rules); a rule not named runs in the ruleset's default mode. The form rules
     of the contract always enforce."""
+    support_judge: SupportJudgeSettings | None = None
+    """An optional support judge after the deterministic rules (None: no judge)."""
     min_support_coverage: _Fraction = 0.5
     """Rule ``support_coverage``: a cited sentence less than this share of whose content
     words occur in the entries it cites is a finding (a flag in the default policy)."""

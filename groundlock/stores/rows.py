@@ -145,6 +145,11 @@ class ValidationRow(_RequestRow):
     (sentence ``-`` for the whole answer), in rule-table order."""
     instruction_anchors: tuple[_Id, ...] | None = None
     """Evidence entries R2 found addressing the model (injected instructions)."""
+    judge: _Id | None = None
+    """The support judge that judged the answer (the pinned model or the runnable), if any."""
+    judge_prompt_sha256: _Id | None = None
+    judge_verdicts: tuple[_Text, ...] | None = None
+    """The judge's verdicts as ``sentence:supported|unsupported:score``, or its error."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:

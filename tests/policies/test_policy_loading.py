@@ -37,7 +37,7 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
         "SAFETY_NOTICE", "REGULATION",
     )  # fmt: skip
     assert policy.max_chunk_tokens == 770  # floor(0.35 * 2200), not 769 from float rounding
-    assert available_policies() == ["R2_POLICY_V1", "R2_POLICY_V2"]
+    assert available_policies() == ["R2_POLICY_V1", "R2_POLICY_V2", "R2_POLICY_V2_JUDGED"]
 
 
 def test_r2_policy_v2_selects_as_v1_and_judges_with_firewall_v2():

@@ -29,7 +29,7 @@ from groundlock.core.firewall.rule import Context
 from groundlock.core.firewall.ruleset import Ruleset, load_ruleset
 from groundlock.policies.model import Policy
 
-__all__ = ["failed_validation", "judge", "upstream_failure", "validate_answer"]
+__all__ = ["failed_validation", "findings_of", "upstream_failure", "validate_answer"]
 
 
 def validate_answer(execution: LLMExecutionResult, policy: Policy) -> ValidationResult:
@@ -52,10 +52,10 @@ def validate_answer(execution: LLMExecutionResult, policy: Policy) -> Validation
     cited = {e.anchor: e for s in answer.sentences for e in s.cited}
     ctx.memo["answer_cited"] = tuple(cited.values())
     ctx.memo["answer"] = answer
-    return _verdict(answer, ctx, judge(answer, ctx))
+    return _verdict(answer, ctx, findings_of(answer, ctx))
 
 
-def judge(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ...]:
+def findings_of(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ...]:
     """Every finding of every rule of the ruleset on ``answer``, in table order."""
     exact = ctx.refusal.form is RefusalForm.EXACT
     modes = ctx.policy.firewall_modes

@@ -43,8 +43,10 @@ def grounding_metrics(answer: ParsedAnswer, ctx: Context) -> GroundingMetrics:
 
 
 def _coverage(answer: ParsedAnswer, ctx: Context) -> tuple[float, ...]:
-    """Per stating sentence, the share of its words in what it cites (rulesets that
-    measure it: those with the ``support_coverage`` rule)."""
+    """Per stating sentence, the share of its words in what it cites.
+
+    Measured by the rulesets that have the ``support_coverage`` rule.
+    """
     if "support_coverage" not in ctx.ruleset.rules:
         return ()
     from groundlock.core.firewall.rules.coverage import coverage  # noqa: PLC0415  (cycle)

@@ -83,8 +83,11 @@ def _facts_of(entries: Iterable[SelectedEvidence], ctx: Context) -> tuple[Facts,
 
 
 def _entry(entry: SelectedEvidence, ctx: Context) -> tuple[Facts, Facts]:
-    """An entry's text, and what its header shows the model: its source reference and
-    knowledge id (``Service Bulletin SB-2025-017``) are citable names too."""
+    """An entry's text, and what its header shows the model.
+
+    Its source reference and knowledge id (``Service Bulletin SB-2025-017``) are citable
+    names too.
+    """
     label = f"{entry.source_reference or ''} {entry.knowledge_id}"
     return facts(entry.sanitized_text, ctx.ruleset), question_facts(label, ctx.ruleset)
 
