@@ -38,22 +38,22 @@ from groundlock import (
 )
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
-from tests.firewall.eval.evalset import judge_all
+from tests.firewall.eval.evalset import EVAL_DIR, HELDOUT_DIR, judge_all
 
 
 def _rate(hits: int, total: int) -> str:
     return f"{100 * hits / total:5.1f} % ({hits}/{total})" if total else "    -"
 
 
-def accuracy(policy: str, *, show: bool) -> None:
-    judged = judge_all(policy)
+def accuracy(policy: str, *, show: bool, directory: Path = EVAL_DIR) -> None:
+    judged = judge_all(policy, directory)
     scored = [(b, a, r) for b, a, r in judged if not a.borderline]
     passed = lambda r: r.validation_status is ValidationStatus.PASSED  # noqa: E731
     correct = [(b, a, r) for b, a, r in scored if a.label == "correct"]
     wrong = [(b, a, r) for b, a, r in scored if a.label == "wrong"]
     accepted = sum(passed(r) for _, _, r in correct)
     rejected = sum(not passed(r) for _, _, r in wrong)
-    print(f"\n== {policy} (ruleset {judged[0][2].firewall_ruleset}) ==")
+    print(f"\n== {policy} (ruleset {judged[0][2].firewall_ruleset}), {directory.name} set ==")
     print(f"correct answers accepted: {_rate(accepted, len(correct))}")
     print(f"wrong answers rejected:   {_rate(rejected, len(wrong))}")
     print("\nper domain              accepted correct        rejected wrong")
@@ -122,11 +122,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", action="append", choices=available_policies())
     parser.add_argument("--show", action="store_true")
+    parser.add_argument(
+        "--set", choices=["eval", "heldout", "both"], default="both", help="which labelled set"
+    )
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
     policies = args.policy or available_policies()
-    for policy in policies:
-        accuracy(policy, show=args.show)
+    sets = {"eval": [EVAL_DIR], "heldout": [HELDOUT_DIR], "both": [EVAL_DIR, HELDOUT_DIR]}
+    for directory in sets[args.set]:
+        for policy in policies:
+            accuracy(policy, show=args.show, directory=directory)
     speed(policies, args.repeat)
 
 

@@ -144,6 +144,7 @@ class Segmenter:
                 yield row
             return
         line = _LIST_MARKER_RE.sub("", raw_line, count=1).strip()
+        quoted = _quote_spans(line) if self.capitalised_names else ()
         start = pos = 0
         # Every end starts with an end mark: find one with a plain character-class search,
         # then match the full pattern there.
@@ -157,7 +158,7 @@ class Segmenter:
                 pos = run.end() if run is not None else mark.start() + 1
                 continue
             pos = end.end()
-            if not self._is_boundary(line, end):
+            if not self._is_boundary(line, end) or _inside(quoted, end):
                 continue
             stop = end.end()
             markers = self._trailing_re.match(line, stop)
@@ -230,6 +231,20 @@ class Segmenter:
             return False
         following = word.group(1)
         return following[0].isupper() and following.lower() not in self.sentence_openers
+
+
+_QUOTE_RE = re.compile(r'"[^"\n]{1,400}"|\u201c[^\u201c\u201d\n]{1,400}\u201d')
+"""A quotation closed on its line, at most 400 characters: one statement, however many
+sentences it quotes (``said: "A recount is not a do-over. We will ..."``)."""
+
+
+def _quote_spans(line: str) -> tuple[tuple[int, int], ...]:
+    return tuple((m.start(), m.end() - 1) for m in _QUOTE_RE.finditer(line))
+
+
+def _inside(spans: tuple[tuple[int, int], ...], end: re.Match[str]) -> bool:
+    """Whether the end mark stands inside a quotation (not at its own close)."""
+    return any(opening < end.start() and end.end() <= closing for opening, closing in spans)
 
 
 _V1_SECTIONS: dict[str, tuple[str, ...]] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from groundlock.core.firewall.evidence import stem
 from groundlock.core.firewall.ruleset import Ruleset
 
-__all__ = ["Name", "expansion_of", "initials_match", "names_in"]
+__all__ = ["Name", "expansion_of", "initials_match", "names_in", "written_otherwise"]
 
 _WORD_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]|[.-](?=[^\W_]))*")
 _INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]\.?|[A-Z][a-z]{0,3}")
@@ -95,8 +95,8 @@ def _opens_clause(text: str, start: int, previous_end: int) -> bool:
 def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
     bare = re.sub(r"['\u2019]s?$", "", part)
     lower = bare.lower()
-    if len(bare) < 2 or lower in common or not bare[0].isupper():
-        return
+    if len(bare) < 2 or lower in common or stem(lower) in common or not bare[0].isupper():
+        return  # ("Mondays": a day, as "Monday")
     if any(c.isdigit() for c in bare):
         return  # an identifier: the value rule's
     letters = [c for c in bare if c.isalpha()]
@@ -108,6 +108,27 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
         yield Name(bare, "acronym", frozenset({lower[:-1]}))
         return
     yield Name(bare, "name", frozenset({lower, stem(lower)}))
+
+
+def written_otherwise(name: str, text: str) -> bool:
+    """Whether ``text`` writes ``name`` another way a reader takes for the same: an
+    abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or a
+    word of the same root (``Germany`` for German, ``Canada`` for Canadian)."""
+    lower = name.lower()
+    for abbreviation in _ABBREVIATION_RE.findall(text):
+        if lower.startswith(abbreviation.lower()) and lower[0] == abbreviation[0].lower():
+            return True
+    if len(lower) < 5:  # noqa: PLR2004  (a short root says too little)
+        return False
+    root = lower[:5]
+    return any(
+        word.lower().startswith(root) and abs(len(word) - len(lower)) <= 3  # noqa: PLR2004
+        for word in _CAPITALISED_RE.findall(text)
+    )
+
+
+_ABBREVIATION_RE = re.compile(r"\b([A-Z][a-z]{1,4})\.")
+_CAPITALISED_RE = re.compile(r"\b[A-Z][a-z]{3,}\b")
 
 
 def initials_match(acronym: str, text: str, connectors: frozenset[str]) -> bool:

@@ -8,7 +8,6 @@ ruleset, so that every ruleset keeps judging exactly as it did.
 from __future__ import annotations
 
 from groundlock.core.firewall.rule import Rule
-from groundlock.core.firewall.rules.binding import SwappedDetail
 from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
 from groundlock.core.firewall.rules.coverage import SupportCoverage
 from groundlock.core.firewall.rules.entities import UnsupportedEntity
@@ -53,7 +52,6 @@ RULES: dict[str, Rule] = {
         UnsupportedValue(),
         UnsupportedEntity(),
         ContradictsEvidence(),
-        SwappedDetail(),
         SupportCoverage(),
     )
 }

@@ -60,6 +60,11 @@ _TIME_RE = re.compile(r"(\d{1,2})[:.](\d{2})(?::(\d{2}))?")
 _VALUE_RANGE_RE = re.compile(
     r"\d{1,2}:\d{2}-\d{1,2}:\d{2}|\d+(?:[.,]\d+)?-\d+[.,]\d+|\d+[.,]\d+-\d+(?:[.,]\d+)?"
 )
+_DIGITS_IN_BRACKETS_RE = re.compile(r"\s*\(\d+\)")
+_FRACTION_RE = re.compile(r"(\d+(?:[.,]\d+)?)/(\d+(?:[.,]\d+)?)")
+_IDENTIFIER_RANGE_RE = re.compile(
+    r"((?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+)-((?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+)"
+)
 _HYPHENATED_NUMBER_RE = re.compile(r"(\d+(?:[.,]\d+)?)-([^\W\d_]+)(?:-[^\W\d_]+)*")
 _BOUND_BEFORE_RE = re.compile(
     r"(?:(?P<lower>\bat\s+least|\bn[o']t?\s+(?:less|fewer)\s+than|\bminimum(?:\s+of)?|\bmin\.?"
@@ -116,7 +121,7 @@ class Vocabulary:
         spellings = sorted(self.units, key=len, reverse=True)
         alternation = "|".join(re.escape(u).replace(r"\ ", r"[\s-]*") for u in spellings)
         unit_re = re.compile(
-            rf"[\s-]*(?:(?P<skip>(?:[a-z]{{3,}}[\s-]+){{0,2}}?))(?P<unit>{alternation})"
+            rf"[\s)\]-]*(?:(?P<skip>(?:[a-z]{{3,}}[\s-]+){{0,2}}?))(?P<unit>{alternation})"
             r"(?![^\W\d_]|\d)",
             re.IGNORECASE,
         )
@@ -188,8 +193,14 @@ class ValueIndex:
                 continue
             number = key[1]
             units = self.numbers.get(number) if isinstance(number, Decimal) else None
-            if units is not None and (key[2] is None or key[2] in units or None in units):
+            if units is None:
+                continue
+            if key[2] is None or key[2] in units:
                 return True  # (a digit run inside an identifier, "#", supports a bare number)
+            # Written with a unit here, the number must have that unit in the evidence; an
+            # evidence that never gives the number a unit ("torque to 45") supports any.
+            if None in units and not any(u not in (None, "#") for u in units):
+                return True
         return False
 
 
@@ -263,7 +274,10 @@ class _Reader:
             return
         if not _DIGIT_RE.search(word):
             if lower in _NUMBER_WORDS:
-                unit, _ = self._unit_after(token.end())
+                after = token.end()
+                if (digits := _DIGITS_IN_BRACKETS_RE.match(self.text, after)) is not None:
+                    after = digits.end()  # "two (2) weeks"
+                unit, _ = self._unit_after(after)
                 # A number word is a value where it counts a unit ("five days"). Evidence
                 # counts its others too, for a bare number only ("two sons" supports "2").
                 if unit is not None:
@@ -283,6 +297,17 @@ class _Reader:
             low, _, high = word.partition("-")
             yield from self._read_part(low, token.start())
             yield from self._read_part(high, token.start() + len(low) + 1)
+            return
+        if (found := _FRACTION_RE.fullmatch(word)) is not None:
+            # "94/100", "3/4": a score or a ratio states both numbers
+            yield self._number(found[1], token.start(), token.start() + len(found[1]))
+            yield self._number(found[2], token.start() + found.start(2), token.end())
+            return
+        if (found := _IDENTIFIER_RANGE_RE.fullmatch(word)) is not None:
+            # "FP10250-FP11874": a range of serial numbers states both ends
+            for end in (found[1], found[2]):
+                compact = re.sub(r"[\W_]", "", end).upper()
+                yield Value("identifier", end, frozenset(_identifier_keys(end, compact)))
             return
         if (found := _HYPHENATED_NUMBER_RE.fullmatch(word)) is not None:
             # "30-day", "500-per-pallet": a number and the words it qualifies.

@@ -16,7 +16,13 @@ from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
-from groundlock.core.firewall.entities import Name, expansion_of, initials_match, names_in
+from groundlock.core.firewall.entities import (
+    Name,
+    expansion_of,
+    initials_match,
+    names_in,
+    written_otherwise,
+)
 from groundlock.core.firewall.lexicon import words
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.core.firewall.ruleset import Ruleset
@@ -49,10 +55,14 @@ def sentence_names(sentence: Sentence, ctx: Context) -> tuple[tuple[Name, Source
     if sentence.kind is LineKind.TEXT:
         for name in names_in(sentence.text, ctx.ruleset):
             source, anchor = view.word_source(name.forms)
+            texts = [f.statements for f in view.cited] + [view.question.statements]
             if source is not Source.CITED and name.kind == "acronym":
-                texts = [f.statements for f in view.cited] + [view.question.statements]
                 if any(_spelled_out(name.written, t, connectors) for t in texts):
                     source, anchor = Source.CITED, None
+            elif source is not Source.CITED and any(
+                written_otherwise(name.written, t) for t in texts
+            ):
+                source, anchor = Source.CITED, None
             found_names.append((name, source, anchor))
         for acronym, expansion in expansion_of(sentence.text):
             wanted = " ".join(words(expansion))
