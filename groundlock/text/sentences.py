@@ -190,6 +190,8 @@ class Segmenter:
         if len(words) == 1 and len(tail) < end.start():
             return True  # a word longer than the window: no abbreviation
         written = words[-1].lstrip("([{\"'")
+        if self.capitalised_names and "-" in written:
+            written = written.rsplit("-", 1)[-1]  # "EU-U.S. Data": the abbreviation is "U.S."
         token = written.lower()
         if token in self.titles:
             return False

@@ -30,6 +30,22 @@ _SUFFIXES = (
 _POSSESSIVE_RE = re.compile(r"['\u2019]s$")
 
 
+_IRREGULAR = {
+    "found": "find", "made": "make", "took": "take", "taken": "take", "gave": "give",
+    "given": "give", "held": "hold", "paid": "pay", "sold": "sell", "bought": "buy",
+    "kept": "keep", "left": "leave", "met": "meet", "said": "say", "told": "tell",
+    "went": "go", "gone": "go", "ran": "run", "began": "begin", "begun": "begin",
+    "brought": "bring", "chose": "choose", "chosen": "choose", "wrote": "write",
+    "written": "write", "shown": "show", "known": "know", "knew": "know", "seen": "see",
+    "saw": "see", "done": "do", "did": "do", "got": "get", "won": "win", "lost": "lose",
+    "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "grew": "grow",
+    "grown": "grow", "sent": "send", "spent": "spend", "built": "build",
+    "led": "lead", "struck": "strike", "broke": "break", "broken": "break", "drew": "draw",
+    "drawn": "draw", "withdrew": "withdraw", "withdrawn": "withdraw", "upheld": "uphold",
+}  # fmt: skip
+"""Irregular verb forms, so ``found`` meets ``find`` (a stemmer alone cannot)."""
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stem of a caseless word: crude on purpose, both sides reduce alike.
@@ -37,6 +53,8 @@ def stem(word: str) -> str:
     ``replaced``, ``replaces``, ``replacement`` and ``replacing`` all reduce to ``replac``.
     """
     word = _POSSESSIVE_RE.sub("", word)
+    if word in _IRREGULAR:
+        word = _IRREGULAR[word]
     for _ in range(2):
         for suffix in _SUFFIXES:
             if len(word) > len(suffix) + 2 and word.endswith(suffix):

@@ -75,7 +75,7 @@ _BOUND_BEFORE_RE = re.compile(
     r"|\bnot\s+(?:to\s+)?exceed|\bat\s+or\s+below|\bwithin))\s*[~≈]?\s*$"
 )
 _BOUND_AFTER_RE = re.compile(
-    r"\s*(?:(?P<lower>or\s+(?:more|above|higher|greater|over|later|longer)|and\s+(?:above|over)|\+)"
+    r"(?:\s*\([^()\n]{0,20}\))?[\s)\]]*(?:(?P<lower>or\s+(?:more|above|higher|greater|over|later|longer)|and\s+(?:above|over)|\+)"
     r"|(?P<upper>or\s+(?:less|below|lower|fewer|under|earlier|shorter)|and\s+(?:below|under)))\b"
 )
 _SCALED_RANGE_END_RE = re.compile(

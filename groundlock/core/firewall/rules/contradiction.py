@@ -77,7 +77,9 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
     for clause in clauses(sentence.text, lex):
         if clause.restricted:
             continue
-        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2 and not e.restricted]
+        # (Only the sentence's own restriction matters: "only X may be used" says "others
+        # must not be", which a negative evidence clause about the others supports.)
+        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2]  # noqa: PLR2004
         if not aligned:
             continue
         found = _polarity(clause, aligned) or _modality(clause, aligned)
@@ -94,10 +96,14 @@ def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
         # Only the evidence clauses that say most about it: a passing mention elsewhere in
         # the entry ("the plan covers three CCPs") neither supports nor contradicts.
         best = max(len(clause.stems & e.stems) for e in holding)
-        holding = [e for e in holding if len(clause.stems & e.stems) >= max(3, best - 1)]
+        floor = max(min(3, len(clause.stems)), best - 1)
+        holding = [e for e in holding if len(clause.stems & e.stems) >= floor]
         if not holding:
             continue
-        if not clause.negative and all(e.negative for e in holding):
+        # Stating what every aligned evidence clause negates, about the same subject: most
+        # of the clause's words are the evidence clause's too.
+        same_subject = any(2 * len(clause.stems & e.stems) >= len(clause.stems) for e in holding)
+        if not clause.negative and same_subject and all(e.negative for e in holding):
             stated = word not in clause.gerunds and any(word in e.negated for e in holding)
             if stated or any(_none_but_stated(clause, e, word) for e in holding):
                 return f"states {word!r} where its evidence negates it"
@@ -127,6 +133,8 @@ def _none_but_stated(clause: Clause, evidence: Clause, noun: str) -> bool:
 def _modality(clause: Clause, aligned: list[Clause]) -> str | None:
     for word, label in clause.modal.items():
         others = {e.modal[word] for e in aligned if word in e.modal}
+        if clause.negative and {label, *others} == {"permission", "prohibition"}:
+            continue  # "may be worn for no more than 4 hours" is "must not ... more than 4"
         if others and label not in others:
             return f"says {word!r} is a matter of {label} where its evidence says {others.pop()}"
     return None
