@@ -73,3 +73,28 @@ def test_the_verdict_names_the_ruleset_that_judged_it():
         "firewall_v1",
         ruleset.sha256,
     )
+
+
+def test_the_readme_r5_table_is_the_default_rulesets_table():
+    import re  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \d+ \| `(\w+)` \| `(\w+)` \| (enforce|flag) \|", readme, re.M)
+    ruleset = load_ruleset("firewall_v2")
+    assert [rule for rule, _, _ in rows] == list(ruleset.rules)
+    assert [reason for _, reason, _ in rows] == [RULES[r].reason.value for r in ruleset.rules]
+    assert [mode for _, _, mode in rows] == [ruleset.mode_of(r, {}) for r in ruleset.rules]
+
+
+def test_the_frozen_look_alike_table_is_what_the_confusables_data_gives():
+    # The table is generated from confusable-homoglyphs and frozen in the ruleset; when a
+    # new release of the package would change it, this says so (a new ruleset version).
+    from groundlock.core.firewall.lookalikes import fold_lookalikes, lookalike_lines  # noqa: PLC0415
+
+    v2 = load_ruleset("firewall_v2")
+    assert list(v2.entries("lookalikes")) == lookalike_lines()
+    assert fold_lookalikes("\u0435vidence \uff23\uff2f\uff2e\uff34\uff25\uff38\uff34", v2) == (
+        "evidence CONTEXT"
+    )
+    assert fold_lookalikes("\u0435vidence", load_ruleset("firewall_v1")) == "\u0435vidence"

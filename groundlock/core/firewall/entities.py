@@ -113,16 +113,17 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
 def written_otherwise(name: str, text: str) -> bool:
     """Whether ``text`` writes ``name`` another way a reader takes for the same: an
     abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or a
-    word of the same root (``Germany`` for German, ``Canada`` for Canadian)."""
+    word of the same root (``Germany`` for German, ``Canada`` for Canadian).
+    """
     lower = name.lower()
     for abbreviation in _ABBREVIATION_RE.findall(text):
         if lower.startswith(abbreviation.lower()) and lower[0] == abbreviation[0].lower():
             return True
-    if len(lower) < 5:  # noqa: PLR2004  (a short root says too little)
+    if len(lower) < 5:
         return False
     root = lower[:5]
     return any(
-        word.lower().startswith(root) and abs(len(word) - len(lower)) <= 3  # noqa: PLR2004
+        word.lower().startswith(root) and abs(len(word) - len(lower)) <= 3
         for word in _CAPITALISED_RE.findall(text)
     )
 

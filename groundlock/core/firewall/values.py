@@ -402,7 +402,7 @@ class _Reader:
             unit = self._currency_before(start)
         if unit is None:
             unit, end = self._unit_after(end)
-        signs = (-1, 1) if negative else (1,)
+        signs = ((-1,) if self.evidence else (-1, 1)) if negative else (1,)
         # A minus the evidence writes as a word ("down 2.3%") is matched by the bare number;
         # a minus dropped from the evidence's number is not.
         keys: frozenset[tuple[object, ...]] = frozenset(

@@ -79,7 +79,7 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
             continue
         # (Only the sentence's own restriction matters: "only X may be used" says "others
         # must not be", which a negative evidence clause about the others supports.)
-        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2]  # noqa: PLR2004
+        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2]
         if not aligned:
             continue
         found = _polarity(clause, aligned) or _modality(clause, aligned)
