@@ -111,9 +111,10 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
 
 
 def written_otherwise(name: str, text: str) -> bool:
-    """Whether ``text`` writes ``name`` another way a reader takes for the same: an
-    abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or a
-    word of the same root (``Germany`` for German, ``Canada`` for Canadian).
+    """Whether ``text`` writes ``name`` another way a reader takes for the same.
+
+    An abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or
+    a word of the same root (``Germany`` for German, ``Canada`` for Canadian).
     """
     lower = name.lower()
     for abbreviation in _ABBREVIATION_RE.findall(text):
