@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
 from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.policies.model import Policy
 
 if TYPE_CHECKING:
-    from groundlock.core.firewall.answer import ParsedAnswer
     from groundlock.core.firewall.refusal import Refusal
 
-__all__ = ["Context", "Finding", "Rule"]
+__all__ = ["Context", "Finding", "Rule", "SentenceRule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +79,37 @@ class Rule(Protocol):
     def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
         """Every objection to ``answer``, in the order an auditor should read them."""
         ...
+
+
+class SentenceRule:
+    """A rule that judges each sentence on its own (``firewall_v2``'s substantive rules).
+
+    Subclasses say which sentences they judge and what, if anything, they object to in one;
+    the loop, the message's prefix and the finding are this class's.
+    """
+
+    name: ClassVar[str]
+    reason: ClassVar[ReasonCode]
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def judges(self, sentence: Sentence) -> bool:
+        """Whether the rule reads ``sentence``.
+
+        By default a cited one, or an uncited heading, label or table header (read against
+        what the whole answer cites).
+        """
+        return bool(sentence.cited) or sentence.kind is not LineKind.TEXT
+
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """What is wrong with ``sentence``, in a few words, or None."""
+        raise NotImplementedError
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """One finding per sentence objected to."""
+        for sentence in answer.sentences:
+            if not self.judges(sentence):
+                continue
+            found = self.objection(sentence, ctx)
+            if found is not None:
+                message = f"answer: sentence {sentence.number}: {found}"
+                yield Finding(self.name, self.reason, message, sentence.number)

@@ -15,36 +15,27 @@ contradicts them when, for a shared word,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.answer import Sentence
 from groundlock.core.firewall.polarity import Clause, Lexicon, clauses, evidence_clauses, lexicon
-from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.rules.values import sentence_values
-from groundlock.core.firewall.support import Source, judged, support_view
+from groundlock.core.firewall.support import Source, support_view
 
 __all__ = ["ContradictsEvidence"]
 
 
-class ContradictsEvidence:
+class ContradictsEvidence(SentenceRule):
     """A flipped negation, a changed obligation, or an opposite word."""
 
     name: ClassVar[str] = "contradicts_evidence"
     reason: ClassVar[ReasonCode] = ReasonCode.CONTRADICTS_EVIDENCE
-    judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """One finding per contradicting sentence, naming the word and how."""
-        lex = lexicon(ctx.ruleset)
-        for sentence in answer.sentences:
-            if not judged(sentence):
-                continue
-            found = _contradiction(sentence, ctx, lex)
-            if found is not None:
-                message = f"answer: sentence {sentence.number}: {found}"
-                yield Finding(self.name, self.reason, message, sentence.number)
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """The word and how the sentence turns it round."""
+        return _contradiction(sentence, ctx, lexicon(ctx.ruleset))
 
 
 def _bounds(sentence: Sentence, ctx: Context) -> str | None:

@@ -8,13 +8,12 @@ compare as light stems (``replaced``/``replacement``), values and names as thems
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.answer import Sentence
 from groundlock.core.firewall.evidence import Facts, stems
-from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.rules.support import stopwords
 from groundlock.core.firewall.support import support_view
 
@@ -42,23 +41,20 @@ def coverage(sentence: Sentence, ctx: Context, against: Facts | None = None) -> 
     return share
 
 
-class SupportCoverage:
+class SupportCoverage(SentenceRule):
     """A cited sentence few of whose content words its cited entries contain."""
 
     name: ClassVar[str] = "support_coverage"
     reason: ClassVar[ReasonCode] = ReasonCode.LOW_SUPPORT_COVERAGE
-    judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """One finding per sentence below the policy's threshold."""
+    def judges(self, sentence: Sentence) -> bool:
+        """Cited statements only."""
+        return bool(sentence.cited)
+
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """The share, when it is below the policy's threshold."""
         floor = ctx.policy.min_support_coverage
-        for sentence in answer.sentences:
-            if not sentence.cited:
-                continue
-            share = coverage(sentence, ctx)
-            if share < floor:
-                message = (
-                    f"answer: sentence {sentence.number}: {share:.0%} of its content words are "
-                    f"in what it cites (policy minimum {floor:.0%})"
-                )
-                yield Finding(self.name, self.reason, message, sentence.number)
+        share = coverage(sentence, ctx)
+        if share >= floor:
+            return None
+        return f"{share:.0%} of its content words are in what it cites (policy minimum {floor:.0%})"

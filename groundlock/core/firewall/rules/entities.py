@@ -10,12 +10,11 @@ acronym must itself occur in the evidence.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
+from groundlock.core.firewall.answer import LineKind, Sentence
 from groundlock.core.firewall.entities import (
     Name,
     expansion_of,
@@ -24,9 +23,9 @@ from groundlock.core.firewall.entities import (
     written_otherwise,
 )
 from groundlock.core.firewall.lexicon import words
-from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.ruleset import Ruleset
-from groundlock.core.firewall.support import Source, judged, support_view
+from groundlock.core.firewall.support import Source, support_view
 
 __all__ = ["UnsupportedEntity", "sentence_names"]
 
@@ -74,25 +73,15 @@ def sentence_names(sentence: Sentence, ctx: Context) -> tuple[tuple[Name, Source
     return result
 
 
-class UnsupportedEntity:
+class UnsupportedEntity(SentenceRule):
     """A proper name, acronym or expansion that no entry of the request holds."""
 
     name: ClassVar[str] = "unsupported_entity"
     reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_ENTITY
-    judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """One finding per sentence, naming its first such name."""
-        for sentence in answer.sentences:
-            if not judged(sentence):
-                continue
-            missing = [
-                n for n, source, _ in sentence_names(sentence, ctx) if source is Source.NOWHERE
-            ]
-            if missing:
-                name = missing[0]
-                message = (
-                    f"answer: sentence {sentence.number}: the {name.kind} {name.written!r} is "
-                    "in no evidence entry"
-                )
-                yield Finding(self.name, self.reason, message, sentence.number)
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """Its first name found nowhere."""
+        for name, source, _ in sentence_names(sentence, ctx):
+            if source is Source.NOWHERE:
+                return f"the {name.kind} {name.written!r} is in no evidence entry"
+        return None

@@ -126,7 +126,7 @@ class ObeyedInstruction(InstructionFollowed):
                 continue
             what = _obeys(sentence, ctx, payloads)
             if what is not None:
-                message = f"answer: sentence {sentence.number} {what}"
+                message = f"answer: sentence {sentence.number}: {what}"
                 yield Finding(self.name, self.reason, message, sentence.number)
 
 

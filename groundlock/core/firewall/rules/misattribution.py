@@ -7,12 +7,11 @@ entries cover few of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
-from groundlock.core.firewall.rule import Context, Finding
+from groundlock.core.firewall.answer import LineKind, Sentence
+from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.rules.coverage import coverage
 from groundlock.core.firewall.rules.entities import sentence_names
 from groundlock.core.firewall.rules.values import sentence_values
@@ -21,25 +20,21 @@ from groundlock.core.firewall.support import Source, support_view
 __all__ = ["MisattributedCitation"]
 
 
-class MisattributedCitation:
+class MisattributedCitation(SentenceRule):
     """Values, names or a whole statement found only in entries the sentence does not cite."""
 
     name: ClassVar[str] = "misattributed_citation"
     reason: ClassVar[ReasonCode] = ReasonCode.MISATTRIBUTED_CITATION
-    judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """One finding per sentence, naming what belongs elsewhere and where."""
-        for sentence in answer.sentences:
-            if sentence.kind is not LineKind.TEXT or not sentence.cited:
-                continue  # a heading or a label names its subject, whichever entry has it
-            message = self._misattributed(sentence, ctx)
-            if message is not None:
-                where = f"answer: sentence {sentence.number}: "
-                yield Finding(self.name, self.reason, where + message, sentence.number)
+    def judges(self, sentence: Sentence) -> bool:
+        """Cited statements only.
 
-    @staticmethod
-    def _misattributed(sentence: Sentence, ctx: Context) -> str | None:
+        A heading or a label names its subject, whichever entry has it.
+        """
+        return sentence.kind is LineKind.TEXT and bool(sentence.cited)
+
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """What belongs to another entry, and which."""
         for value, source, anchor in sentence_values(sentence, ctx):
             if source is Source.OTHER_ENTRY:
                 return f"the {value.kind} {value.surface!r} is in {anchor}, which it does not cite"

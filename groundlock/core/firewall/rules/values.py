@@ -9,14 +9,13 @@ or in the question. A value found only in an entry the sentence does not cite is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+from groundlock.core.firewall.answer import Sentence
 from groundlock.core.firewall.evidence import vocabulary
-from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.support import Source, judged, support_view
+from groundlock.core.firewall.rule import Context, SentenceRule
+from groundlock.core.firewall.support import Source, support_view
 from groundlock.core.firewall.values import Value, values_in
 
 __all__ = ["UnsupportedValue", "sentence_values"]
@@ -37,25 +36,15 @@ def sentence_values(
     return found
 
 
-class UnsupportedValue:
+class UnsupportedValue(SentenceRule):
     """A number, unit, date, time or identifier no entry of the request holds."""
 
     name: ClassVar[str] = "unsupported_value"
     reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_VALUE
-    judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """One finding per sentence, naming its first such value."""
-        for sentence in answer.sentences:
-            if not judged(sentence):
-                continue
-            missing = [
-                v for v, source, _ in sentence_values(sentence, ctx) if source is Source.NOWHERE
-            ]
-            if missing:
-                value = missing[0]
-                message = (
-                    f"answer: sentence {sentence.number}: the {value.kind} {value.surface!r} is "
-                    "in no evidence entry"
-                )
-                yield Finding(self.name, self.reason, message, sentence.number)
+    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+        """Its first value found nowhere."""
+        for value, source, _ in sentence_values(sentence, ctx):
+            if source is Source.NOWHERE:
+                return f"the {value.kind} {value.surface!r} is in no evidence entry"
+        return None
