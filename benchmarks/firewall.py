@@ -38,7 +38,7 @@ from groundlock import (
 )
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
-from tests.firewall.eval.evalset import EVAL_DIR, HELDOUT_DIR, judge_all
+from tests.firewall.eval.evalset import EVAL_DIR, HELDOUT_DIR, REVIEW_DIR, judge_all
 
 
 def _rate(hits: int, total: int) -> str:
@@ -123,12 +123,17 @@ def main() -> None:
     parser.add_argument("--policy", action="append", choices=available_policies())
     parser.add_argument("--show", action="store_true")
     parser.add_argument(
-        "--set", choices=["eval", "heldout", "both"], default="both", help="which labelled set"
+        "--set", choices=["eval", "heldout", "review", "all"], default="all", help="labelled set"
     )
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
     policies = args.policy or available_policies()
-    sets = {"eval": [EVAL_DIR], "heldout": [HELDOUT_DIR], "both": [EVAL_DIR, HELDOUT_DIR]}
+    sets = {
+        "eval": [EVAL_DIR],
+        "heldout": [HELDOUT_DIR],
+        "review": [REVIEW_DIR],
+        "all": [EVAL_DIR, HELDOUT_DIR, REVIEW_DIR],
+    }
     for directory in sets[args.set]:
         for policy in policies:
             accuracy(policy, show=args.show, directory=directory)

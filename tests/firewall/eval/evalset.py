@@ -137,6 +137,10 @@ HELDOUT_DIR = EVAL_DIR.parent / "heldout"
 firewall does on answers it was not shaped by."""
 
 
+REVIEW_DIR = EVAL_DIR.parent / "review"
+"""The adversarial review's cases (seen while revising the rules after the review)."""
+
+
 def load_all(directory: Path = EVAL_DIR) -> list[EvalBundle]:
     """Every eval file of a set (by default the tuning set), in name order."""
     return [load(path) for path in sorted(directory.glob("*.json"))]
