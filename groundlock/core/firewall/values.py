@@ -46,6 +46,7 @@ _NUMBER_WORDS = {
     "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
     "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
 }  # fmt: skip
+_GLUED_SCALES = {"bn": 10**9, "b": 10**9, "mn": 10**6, "m": 10**6, "k": 10**3}
 _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
            "bn": 10**9, "mn": 10**6}  # fmt: skip
 _DASHES = str.maketrans(dict.fromkeys("\u2212\u2012\u2013\u2014\u2010\u2011\ufe63\uff0d", "-"))
@@ -61,6 +62,19 @@ _VALUE_RANGE_RE = re.compile(
     r"\d{1,2}:\d{2}-\d{1,2}:\d{2}|\d+(?:[.,]\d+)?-\d+[.,]\d+|\d+[.,]\d+-\d+(?:[.,]\d+)?"
 )
 _DIGITS_IN_BRACKETS_RE = re.compile(r"\s*\(\d+\)")
+_PER_RE = re.compile(r"\s*(?:(?:per|a|an|each|every)\s+|/\s*)", re.IGNORECASE)
+_COUNTED_RE = re.compile(
+    r"\s+(?!(?:and|or|to|through|until|till|by|x|per|of|in|at|on|for|with|from|than|is|are"
+    r"|was|were)\b)[a-z]"
+)
+_PREFIX_RE = re.compile(r"[A-Z]{2,6}")
+_PREFIXED_PART_RE = re.compile(r"\d+(?:[-/]\w+)+")
+_GLUED_SCALE_RE = re.compile(r"(\d+(?:[.,]\d+)?)(bn|b|mn|m|k)", re.IGNORECASE)
+_SLASHED_ISO_RE = re.compile(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})")
+_DOSING_RE = re.compile(r"q(\d{1,2})h", re.IGNORECASE)
+_RATIO_RE = re.compile(r"(\d{1,3}):(\d{1,3})")
+_VULGAR = {"\u00bd": ".5", "\u00bc": ".25", "\u00be": ".75"}
+_VULGAR_RE = re.compile("(\\d*)([\u00bd\u00bc\u00be])")
 _FRACTION_RE = re.compile(r"(\d+(?:[.,]\d+)?)/(\d+(?:[.,]\d+)?)")
 _IDENTIFIER_RANGE_RE = re.compile(
     r"((?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+)-((?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+)"
@@ -102,7 +116,7 @@ _NOT_SKIPPED = frozenset(
     "since until during about around into onto upon as the a an this that its their his her "
     "each every all any".split()
 )
-_AMBIGUOUS_UNITS = frozenset("a in s d m t y n l g h v w x mi min ft".split())
+_AMBIGUOUS_UNITS = frozenset("a in".split())
 """Unit spellings that are also words or letters: a unit only when no lowercase word
 follows (``1.8 m.`` is metres; ``5 in the manual`` is no inch)."""
 
@@ -230,8 +244,12 @@ def _readings(text: str) -> set[Decimal]:
 
 
 def normalised(text: str) -> str:
-    """``text`` with one kind of dash and minus, and plain spaces (lengths kept)."""
-    return text.translate(_DASHES).translate(_SPACES)
+    """``text`` with one kind of dash and minus, plain spaces and decimal halves and
+    quarters (``2\u00bd`` is 2.5)."""
+    text = text.translate(_DASHES).translate(_SPACES)
+    if any(c in text for c in _VULGAR):
+        text = _VULGAR_RE.sub(lambda m: m[1] + _VULGAR[m[2]], text)
+    return text
 
 
 class _Reader:
@@ -253,6 +271,8 @@ class _Reader:
                 continue
             for value in self._read(index, token):
                 unit = _unit_of(value)
+                if unit == "#":
+                    unit = None  # a count may still be a range's first end: "3 to 5 bar"
                 if value.kind == "number" and unit is None:
                     pending.append((value, token.end()))
                 elif value.kind == "number":
@@ -267,6 +287,9 @@ class _Reader:
     ) -> Iterator[Value]:
         word = token.group()
         lower = word.lower()
+        if _PREFIX_RE.fullmatch(word) and (joined := self._prefixed_identifier(index)):
+            yield joined  # "SB 2025-017" is SB-2025-017
+            return
         if lower.rstrip(".") in _MONTHS and not _DIGIT_RE.search(word):
             date = self._month_first(index)
             if date is not None:
@@ -285,6 +308,10 @@ class _Reader:
                     yield Value("number", word, frozenset({key}))
                 elif self.evidence:
                     key = ("n", Decimal(_NUMBER_WORDS[lower]), "#")
+                    yield Value("number", word, frozenset({key}))
+                elif lower not in ("one", "zero", "hundred", "dozen"):
+                    # "Three patients": a count, checked like "3 patients"
+                    key = ("n", Decimal(_NUMBER_WORDS[lower]), None)
                     yield Value("number", word, frozenset({key}))
             elif self.evidence and lower in _ONE_WORDS:
                 unit, _ = self._unit_after(token.end())
@@ -314,11 +341,29 @@ class _Reader:
             unit = self.vocabulary.units.get(found[2].lower())
             yield Value("number", word, frozenset(("n", r, unit) for r in _readings(found[1])))
             return
+        if (found := _GLUED_SCALE_RE.fullmatch(word)) is not None and self._currency_before(
+            token.start()
+        ):
+            # "$1.2bn", "$145M", "EUR 20m", "€10k": a scale glued to a currency amount
+            factor = _GLUED_SCALES[found[2].lower()]
+            currency = self._currency_before(token.start())
+            keys = frozenset(("n", (r * factor).normalize(), currency) for r in _readings(found[1]))
+            yield Value("number", word, keys, scale=factor)
+            return
+        if (found := _SLASHED_ISO_RE.fullmatch(word)) is not None:
+            yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
+            return
+        if (found := _DOSING_RE.fullmatch(word)) is not None:
+            yield Value("number", word, frozenset({("n", Decimal(found[1]), "h")}))
+            return
+        if (found := _RATIO_RE.fullmatch(word)) is not None and not _TIME_RE.fullmatch(word):
+            yield Value("ratio", word, frozenset({("ratio", int(found[1]), int(found[2]))}))
+            return
         if (found := _ISO_RE.fullmatch(word)) is not None:
             yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
             return
         if (found := _NUMERIC_DATE_RE.fullmatch(word)) is not None:
-            yield from _numeric_date(word, found)
+            yield from _numeric_date(word, found, evidence=self.evidence)
             return
         if (found := _TIME_RE.fullmatch(word)) is not None and (
             ":" in word or _AMPM_RE.match(self.text, token.end())
@@ -402,6 +447,12 @@ class _Reader:
             unit = self._currency_before(start)
         if unit is None:
             unit, end = self._unit_after(end)
+        if unit is not None and (per := self._per_unit(end)) is not None:
+            unit, end = f"{unit}/{per[0]}", per[1]  # "$85 per day", "1.5 days a week"
+        if unit is None and self.evidence and _COUNTED_RE.match(text, end):
+            # "12 firefighters": a count of something, not a measure; it supports the bare
+            # number, never a unit the answer gives it.
+            unit = "#"
         signs = ((-1,) if self.evidence else (-1, 1)) if negative else (1,)
         # A minus the evidence writes as a word ("down 2.3%") is matched by the bare number;
         # a minus dropped from the evidence's number is not.
@@ -425,6 +476,22 @@ class _Reader:
             return "lower" if found["lower"] else "upper"
         return None
 
+    def _prefixed_identifier(self, index: int) -> Value | None:
+        following = self._next(index, gap=1)
+        if following is None or not _PREFIXED_PART_RE.fullmatch(following.group()):
+            return None
+        self.used.add(index + 1)
+        surface = self.text[self.tokens[index].start() : following.end()]
+        compact = re.sub(r"[\W_]", "", surface).upper()
+        return Value("identifier", surface, frozenset(_identifier_keys(surface, compact)))
+
+    def _per_unit(self, at: int) -> tuple[str, int] | None:
+        found = _PER_RE.match(self.text, at)
+        if found is None:
+            return None
+        unit, end = self._unit_after(found.end())
+        return (unit, end) if unit is not None else None
+
     def _token_at(self, position: int) -> int | None:
         return self.starts.get(position)
 
@@ -434,6 +501,8 @@ class _Reader:
             return None, at
         if found["skip"] and set(found["skip"].lower().split()) & _NOT_SKIPPED:
             return None, at  # "142.18 after hours": a preposition ends the number's phrase
+        if found["skip"] and len(found["unit"]) <= 2:  # noqa: PLR2004
+            return None, at  # "3 lies in Zone A": after skipped words, a short unit is a word
         written = re.sub(r"[\s-]+", " ", found["unit"].lower()).strip()
         if written in _AMBIGUOUS_UNITS and re.match(r" +[a-z]", self.text[found.end() :]):
             return None, at  # "5 in the manual", "3 a day": a word, not a unit
@@ -545,12 +614,21 @@ def _date(surface: str, year: int | None, month: int, day: int | None) -> Iterat
     yield Value("date", surface, frozenset({key}))
 
 
-def _numeric_date(surface: str, found: re.Match[str]) -> Iterator[Value]:
+def _numeric_date(surface: str, found: re.Match[str], *, evidence: bool) -> Iterator[Value]:
+    """``01/06/2025``: read both ways where both are dates. An answer's date that both ways
+    could be (01/12/2024: January 12 or December 1) is supported only by the same numeric
+    date in the evidence: a reader cannot tell which the answer means."""
     a, b, year = int(found[1]), int(found[2]), int(found[3])
     year += 2000 if year < 100 else 0
-    keys = {("ymd", year, m, d) for d, m in ((a, b), (b, a)) if 1 <= m <= 12 and 1 <= d <= 31}
-    if keys:
-        yield Value("date", surface, frozenset(keys))
+    keys: set[tuple[object, ...]] = {
+        ("ymd", year, m, d) for d, m in ((a, b), (b, a)) if 1 <= m <= 12 and 1 <= d <= 31
+    }
+    if not keys:
+        return
+    if len(keys) > 1 and not evidence:
+        keys = set()
+    keys.add(("ndate", a, b, year))
+    yield Value("date", surface, frozenset(keys))
 
 
 def values_in(text: str, vocabulary: Vocabulary, *, evidence: bool = False) -> Iterator[Value]:
@@ -567,11 +645,10 @@ def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:
             if key[0] == "ymd":
                 _, year, month, day = key
                 index.keys.update({("ym", year, month), ("md", month, day)})
-        if value.kind in ("identifier", "date"):
-            # The digits inside an identifier or a date are numbers of the evidence too
-            # (``SB-2025-017`` holds 2025), but only for a number written without a unit:
-            # ``CCP-1`` supports "1", not "1 mL/min".
-            for part in re.findall(r"\d+", value.surface):
+        if value.kind == "date":
+            # A date's year is a number of the evidence too ("in 2025"), written bare. (The
+            # digits of an identifier are not: "SB-2025-017" states no 17 of anything.)
+            for part in re.findall(r"\d{4}", value.surface):
                 index.numbers.setdefault(Decimal(part).normalize(), set()).add("#")
     index.keys.add(("structural",))
     subparts = {m.lower() for m in _STANDALONE_SUBPART_RE.findall(text)}
