@@ -57,6 +57,7 @@ _OTHER_ENDS = (
 _MARK_RUN_RE = re.compile(r"[.?!]+")
 _NEXT_CHARACTER_RE = re.compile(r"\s*(\S?)")
 _NEXT_WORD_RE = re.compile(r"\s*[\"'\u201c\u2018(*_]*([^\W\d_][\w'\u2019-]{0,30})")
+_NEXT_VISIBLE_RE = re.compile(r"\s*[\"'\u201c\u2018(\[{*_]*(\S?)")
 _NEXT_TOKEN_RE = re.compile(r"\s*(\S{1,40})")
 _TABLE_ROW_RE = re.compile(r"^\s*\|.*\|\s*$")
 _WORD_WINDOW = 32
@@ -197,9 +198,9 @@ class Segmenter:
             return False
         if self.capitalised_names:
             # Look past an opening bracket or quote: ``Ltd. (the Company)``, ``No. (4)``.
-            word = _NEXT_WORD_RE.match(line, end.end())
-            if word is not None and following in "([{\"'\u201c\u2018*_":
-                following = word.group(1)[0]
+            visible = _NEXT_VISIBLE_RE.match(line, end.end())
+            if visible is not None and following in "([{\"'\u201c\u2018*_":
+                following = visible.group(1)  # "i.e. \u201c33 lbf\u00b7ft\u201d"
         if token in self.before_number:
             if following.isdigit():
                 return False

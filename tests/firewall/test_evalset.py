@@ -1,10 +1,12 @@
-"""firewall_v2 on the labelled evaluation sets (tests/firewall/eval, tests/firewall/heldout).
+"""firewall_v2 on the labelled sets: tests/firewall/eval (tuning), heldout, review.
 
 The issue's targets: at least 97 % of correct answers accepted, at least 90 % of wrong ones
-rejected. The first holds on both sets and is asserted. The second does not (about two
-thirds on the tuning set, a little over half on the held-out one: a wrong sentence that adds
-a claim without a new value, name or negation needs the optional support judge); its
-floors here only keep a change from losing ground unnoticed.
+rejected. The first holds on every set and is asserted. The second does not (about two
+thirds on the tuning and review sets, under three fifths on the held-out one: a wrong
+sentence that adds a claim without a new value, name or negation needs the optional support
+judge); its floors here only keep a change from losing ground unnoticed. The review set is
+an adversarial reviewer's cases; rules were tuned on its false rejects after it was first
+measured, so it is no longer held out.
 ``benchmarks/firewall.py`` prints the figures per domain, kind of defect and rule.
 """
 
@@ -15,13 +17,15 @@ from pathlib import Path
 import pytest
 
 from groundlock import ValidationStatus
-from tests.firewall.eval.evalset import EVAL_DIR, HELDOUT_DIR, LABELS, judge_all
+from tests.firewall.eval.evalset import EVAL_DIR, HELDOUT_DIR, LABELS, REVIEW_DIR, judge_all
 
-FLOORS = {EVAL_DIR: 0.66, HELDOUT_DIR: 0.55}
+FLOORS = {EVAL_DIR: 0.66, HELDOUT_DIR: 0.58, REVIEW_DIR: 0.68}
 """Share of wrong answers rejected, as measured when firewall_v2 was frozen."""
 
 
-@pytest.mark.parametrize("directory", [EVAL_DIR, HELDOUT_DIR], ids=["eval", "heldout"])
+@pytest.mark.parametrize(
+    "directory", [EVAL_DIR, HELDOUT_DIR, REVIEW_DIR], ids=["eval", "heldout", "review"]
+)
 def test_correct_answers_pass_and_wrong_ones_are_rejected(directory: Path):
     judged = [(a, r) for _, a, r in judge_all("R2_POLICY_V2", directory) if not a.borderline]
     assert {a.label for a, _ in judged} == set(LABELS)

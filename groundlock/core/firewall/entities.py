@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from groundlock.core.firewall.evidence import stem
+from groundlock.core.firewall.lexicon import unaccented
 from groundlock.core.firewall.ruleset import Ruleset
 
 __all__ = ["Name", "expansion_of", "initials_match", "names_in", "written_otherwise"]
@@ -23,7 +24,7 @@ __all__ = ["Name", "expansion_of", "initials_match", "names_in", "written_otherw
 _WORD_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]|[.-](?=[^\W_]))*")
 _INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]\.?|[A-Z][a-z]{0,3}")
 """Initials and short abbreviations a name continues after (``J.P.``, ``St``, ``Dr``)."""
-_CLAUSE_OPENERS = frozenset(":;([{\"'\u201c\u2018\u00ab\u2014\u2013-|*_#>/\u2022!?")
+_CLAUSE_OPENERS = frozenset(":;[{\"'\u201c\u2018\u00ab\u2014\u2013-|*_#>/\u2022!?")
 _EXPANSION_RE = re.compile(
     r"((?:[A-Z][\w'-]*\s+(?:(?:of|and|the|for|in|on|to|de|la)\s+)?){1,7}[A-Z][\w'-]*)\s*"
     r"\(\s*([A-Z][A-Za-z&]{1,9}s?)\s*\)"
@@ -67,14 +68,30 @@ def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
     """The names of a sentence's text (markers already blanked), in order."""
     common = ruleset.compiled("entities.common", _common)
     previous_end = 0
+    text = _LABEL_RE.sub(_blank, text)
     for found in _WORD_RE.finditer(text):
         word = found.group()
         opener = _opens_clause(text, found.start(), previous_end)
         previous_end = found.end()
-        if not word[0].isupper() or opener or any(c.isdigit() for c in word):
+        if not word[0].isupper() or any(c.isdigit() for c in word):
             continue  # (a word with a digit is an identifier: the value rule's)
+        if opener:
+            continue
         for part in re.split(r"[-.]", word.rstrip(".")):
             yield from _name(part, common)
+
+
+_LABEL_RE = re.compile(
+    r"^\s*[*_]{0,2}(?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w'-]*\s*:[*_]{0,2}"
+    r"|^\s*\|\s*[*_]{0,2}(?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w'-]*[*_]{0,2}\s*(?=\|)"
+)
+"""A label in Title Case: a sentence's lead-in (``**Replacement Interval:**``) or a table
+row's first cell of capitalised words only (``| Bowl Torque |``). Its capitals are the label
+style's; the cells that state something are still read."""
+
+
+def _blank(found: re.Match[str]) -> str:
+    return " " * len(found.group())
 
 
 def _opens_clause(text: str, start: int, previous_end: int) -> bool:
@@ -107,16 +124,21 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
     if len(letters) > 2 and bare[-1] == "s" and bare[:-1].isupper():
         yield Name(bare, "acronym", frozenset({lower[:-1]}))
         return
-    yield Name(bare, "name", frozenset({lower, stem(lower)}))
+    # "O'Connor" is the evidence's words "o" and "connor"; "Zürich" may be written "Zurich".
+    last = re.split(r"['\u2019]", lower)[-1]
+    yield Name(bare, "name", frozenset({last, stem(last), unaccented(last)}))
 
 
-def written_otherwise(name: str, text: str) -> bool:
+def written_otherwise(name: str, text: str, *, abbreviated: bool = False) -> bool:
     """Whether ``text`` writes ``name`` another way a reader takes for the same.
 
     An abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or
-    a word of the same root (``Germany`` for German, ``Canada`` for Canadian).
+    a word of the same root (``Germany`` for German, ``Canada`` for Canadian). A name the
+    answer abbreviates (``abbreviated``: ``Mo.``) is the evidence's word it begins.
     """
     lower = name.lower()
+    if abbreviated and any(word.startswith(name) for word in _CAPITALISED_RE.findall(text)):
+        return True
     for abbreviation in _ABBREVIATION_RE.findall(text):
         if lower.startswith(abbreviation.lower()) and lower[0] == abbreviation[0].lower():
             return True

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from groundlock.core.firewall.injection import instruction_parts
-from groundlock.core.firewall.lexicon import words
+from groundlock.core.firewall.lexicon import unaccented, words
 from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.core.firewall.values import ValueIndex, Vocabulary, index_values
 from groundlock.text._cache import WeightedLRU
@@ -134,7 +134,11 @@ def _facts(key: tuple[Ruleset, str, bool]) -> Facts:
 
 def _word_forms(text: str) -> frozenset[str]:
     found = words(text)
-    return frozenset(found) | frozenset(stem(w) for w in found)
+    return (
+        frozenset(found)
+        | frozenset(stem(w) for w in found)
+        | frozenset(unaccented(w) for w in found if not w.isascii())
+    )
 
 
 _FACTS: WeightedLRU[tuple[Ruleset, str, bool], Facts] = WeightedLRU(

@@ -10,6 +10,7 @@ that share chunks: their reductions are cached by text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from groundlock.text.fold import caseless
@@ -21,6 +22,7 @@ __all__ = [
     "entry_content_words",
     "folded_id",
     "plain",
+    "unaccented",
     "words",
 ]
 
@@ -38,6 +40,18 @@ def apostrophes(pattern: str) -> str:
 def words(text: str) -> list[str]:
     """The caseless words of ``text``, in order."""
     return _WORD_RE.findall(caseless(text))
+
+
+@lru_cache(maxsize=16384)
+def unaccented(word: str) -> str:
+    """``word`` without its accents (``zürich``: ``zurich``, ``são``: ``sao``).
+
+    Models drop and add diacritics in names the evidence spells the other way.
+    """
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @lru_cache(maxsize=1024)

@@ -27,7 +27,7 @@ from groundlock.core.firewall.ruleset import Ruleset
 __all__ = ["Clause", "Lexicon", "clauses", "lexicon"]
 
 _CLAUSE_RE = re.compile(
-    r"[;,\u2014\u2013]|\s-\s|\b(?:and|but|while|whereas|unless|except|or|although|if|when)\b",
+    r"[;,\u2014\u2013]|\s-\s|\b(?:and|but|while|whereas|except|or|although|if|when)\b",
     re.IGNORECASE,
 )
 _APOSTROPHE_RE = re.compile("[\u2019\u02bc\uff07]")
@@ -115,6 +115,7 @@ class Clause:
 
 
 _TO = frozenset({"to"})
+_CONDITIONS = frozenset({"without", "unless"})
 _MODALS = frozenset("may can could might must shall should will would do does did".split())
 """Words after which a verb is asserted (``may exceed``, ``does indicate``)."""
 _COPULAS = frozenset("is are was were be been being".split())
@@ -131,7 +132,9 @@ def clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
         tokens = words(part.replace("n't", " not").replace("cannot", "can not"))
         if tokens:
             found.append(_clause(tokens, lex, first=index == 0))
-    restricted = any(c.restricted for c in found)
+    # The sentence restricts if any of it does: "except" and "unless" split clauses off, so
+    # they are looked for in the whole text.
+    restricted = any(c.restricted for c in found) or bool(lex.neutralisers & set(words(text)))
     return tuple(replace(c, restricted=restricted) for c in found)
 
 
@@ -189,6 +192,14 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:  # noqa:
     for index, token in enumerate(tokens):
         if index and token.endswith("ed") and tokens[index - 1] not in lex.stopwords:
             asserted.add(stem(token))  # "The SEC charged ...", "he was eventually appointed"
+    condition = next((i for i, t in enumerate(tokens) if t in _CONDITIONS), None)
+    if condition is not None and any(t in lex.negators for t in tokens[:condition]):
+        # "may not enter without notice", "never work unless a permit has been issued": a
+        # double negation states a requirement; what the condition names is asserted.
+        negative, negated, none_of = False, set(), set()
+        asserted.update(
+            stem(t) for t in tokens[condition + 1 : condition + 5] if t not in lex.stopwords
+        )
     order = None
     if first and tokens[0] not in lex.stopwords and not tokens[0].endswith(("ing", "ed")):
         order = stem(tokens[0])

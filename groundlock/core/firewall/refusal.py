@@ -151,19 +151,23 @@ def _evidence_says_so(
     subject = stems(sentence.text, stop) - stems(phrase, stop)
     for entry in sentence.cited:
         for text in facts(entry.sanitized_text, ctx.ruleset).sentences:
-            if len(subject & stems(text, stop)) < 2:
-                continue
+            shared = len(subject & stems(text, stop))
+            if shared < 2 or 2 * shared < len(subject) or _DIGIT_RE.search(text):
+                continue  # (a sentence that states a value states no gap)
             folded = fold(text)
             if _UNKNOWN_RE.search(folded) or any(p.search(folded) for p in patterns):
                 return True
     return False
 
 
+_DIGIT_RE = re.compile(r"\d")
 _UNKNOWN_RE = re.compile(
-    r"\b(?:unknown|undetermined|unclear|not\s+(?:known|determined|established|identified|yet)"
-    r"|no\s+(?:\w+\s+){0,2}(?:was|were|is|are|has\s+been|have\s+been)\s+(?:identified|found|given"
-    r"|determined|established|set|specified|stated))\b"
+    r"\b(?:unknown|undetermined|unclear|not|no|none|never|without|excluded|excludes?"
+    r"|declined|absent|silent|lacks?|omits?|unspecified)\b|n't\b"
 )
+"""An evidence sentence that says something is missing, unknown, excluded or not done
+(``has not been determined``, ``is excluded from the policy``, ``declined to reach``): of
+the sentence's subject, it makes the sentence a report of the gap, not a refusal."""
 
 
 def _conditional(folded: str, at: int, conditions: re.Pattern[str]) -> bool:

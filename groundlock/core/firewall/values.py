@@ -62,7 +62,19 @@ _VALUE_RANGE_RE = re.compile(
     r"\d{1,2}:\d{2}-\d{1,2}:\d{2}|\d+(?:[.,]\d+)?-\d+[.,]\d+|\d+[.,]\d+-\d+(?:[.,]\d+)?"
 )
 _DIGITS_IN_BRACKETS_RE = re.compile(r"\s*\(\d+\)")
-_PER_RE = re.compile(r"\s*(?:(?:per|a|an|each|every)\s+|/\s*)", re.IGNORECASE)
+_PER_RE = re.compile(
+    r"(?:\s+(?!(?:after|before|from|within|following|prior|until|by|than|since|and|or|to|is|are"
+    r"|was|were|be|been)\b)"
+    r"[a-z]+){0,3}?\s*(?:(?:per|a|an|each|every)\s+|/\s*)",
+    re.IGNORECASE,
+)
+"""``per day``, ``a week``, ``/month``, after up to three words (``1.5 days of paid leave per
+month``, ``$2,400 in rent each month``) that do not end the number's phrase."""
+_RATE_WORDS = {"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year",
+               "annually": "year", "hourly": "h", "nightly": "day"}  # fmt: skip
+_RATE_WORD_RE = re.compile(
+    r"\s+(daily|weekly|monthly|yearly|annually|hourly|nightly)\b", re.IGNORECASE
+)
 _COUNTED_RE = re.compile(
     r"\s+(?!(?:and|or|to|through|until|till|by|x|per|of|in|at|on|for|with|from|than|is|are"
     r"|was|were)\b)[a-z]"
@@ -71,6 +83,14 @@ _PREFIX_RE = re.compile(r"[A-Z]{2,6}")
 _PREFIXED_PART_RE = re.compile(r"\d+(?:[-/]\w+)+")
 _GLUED_SCALE_RE = re.compile(r"(\d+(?:[.,]\d+)?)(bn|b|mn|m|k)", re.IGNORECASE)
 _SLASHED_ISO_RE = re.compile(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})")
+_PER_WORD_RE = re.compile(r"(\d+(?:[.,]\d+)?)/([^\W\d_]+)")
+_FISCAL_RE = re.compile(r"FY\s?(\d{4}|\d{2})", re.IGNORECASE)
+_QUARTER_RE = re.compile(r"Q([1-4])")
+_QUARTER_WORDS_RE = re.compile(
+    r"\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE
+)
+_QUARTERS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_PHONE_AFTER_RE = re.compile(r"\)[\s.-]?(\d{3})[\s.-](\d{4})\b")
 _DOSING_RE = re.compile(r"q(\d{1,2})h", re.IGNORECASE)
 _RATIO_RE = re.compile(r"(\d{1,3}):(\d{1,3})")
 _VULGAR = {"\u00bd": ".5", "\u00bc": ".25", "\u00be": ".75"}
@@ -105,6 +125,7 @@ _STANDALONE_SUBPART_RE = re.compile(r"(?<![\w)])\(([a-z]|[ivx]{1,4})\)")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)", re.IGNORECASE)
 _GLUED_TIME_RE = re.compile(r"(\d{1,2})([ap])m", re.IGNORECASE)
 _DIGIT_RE = re.compile(r"\d")
+_DIGIT_RUN_RE = re.compile(r"\d+")
 _ALPHA_RE = re.compile(r"[^\W\d_]")
 _AMPM_RE = re.compile(r"\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 _PERCENT_RE = re.compile(r"\s*(?:%|per\s?cent\b|percent\b)", re.IGNORECASE)
@@ -211,6 +232,10 @@ class ValueIndex:
                 continue
             if key[2] is None or key[2] in units:
                 return True  # (a digit run inside an identifier, "#", supports a bare number)
+            if isinstance(key[2], str) and any(
+                isinstance(u, str) and u.startswith(f"{key[2]}/") for u in units
+            ):
+                return True  # "a maximum daily dose of 3 g" states "3 g per day" in words
             # Written with a unit here, the number must have that unit in the evidence; an
             # evidence that never gives the number a unit ("torque to 45") supports any.
             if None in units and not any(u not in (None, "#") for u in units):
@@ -244,8 +269,10 @@ def _readings(text: str) -> set[Decimal]:
 
 
 def normalised(text: str) -> str:
-    """``text`` with one kind of dash and minus, plain spaces and decimal halves and
-    quarters (``2\u00bd`` is 2.5)."""
+    """``text`` with one kind of dash and minus, and plain spaces.
+
+    Decimal halves and quarters are written out too (``2\u00bd`` is 2.5).
+    """
     text = text.translate(_DASHES).translate(_SPACES)
     if any(c in text for c in _VULGAR):
         text = _VULGAR_RE.sub(lambda m: m[1] + _VULGAR[m[2]], text)
@@ -300,9 +327,10 @@ class _Reader:
                 after = token.end()
                 if (digits := _DIGITS_IN_BRACKETS_RE.match(self.text, after)) is not None:
                     after = digits.end()  # "two (2) weeks"
-                unit, _ = self._unit_after(after)
+                unit, _ = self._with_rate(*self._unit_after(after))
                 # A number word is a value where it counts a unit ("five days"). Evidence
                 # counts its others too, for a bare number only ("two sons" supports "2").
+                key: tuple[object, ...]
                 if unit is not None:
                     key = ("n", Decimal(_NUMBER_WORDS[lower]), unit)
                     yield Value("number", word, frozenset({key}))
@@ -324,6 +352,24 @@ class _Reader:
             low, _, high = word.partition("-")
             yield from self._read_part(low, token.start())
             yield from self._read_part(high, token.start() + len(low) + 1)
+            return
+        if (found := _PER_WORD_RE.fullmatch(word)) is not None:
+            # "$0.25/share", "12 h/day": the amount, per whatever follows the slash
+            value = self._number(found[1], token.start(), token.start() + len(found[1]))
+            per = self.vocabulary.units.get(found[2].lower())
+            unit = _unit_of(value)
+            yield _with_unit(value, f"{unit}/{per}") if unit and per else value
+            return
+        if (found := _FISCAL_RE.fullmatch(word)) is not None:
+            # "FY2023", "FY23": the fiscal year 2023 ("fiscal 2023", "fiscal year 2023")
+            year = int(found[1]) + (2000 if len(found[1]) == 2 else 0)
+            yield Value("number", word, frozenset({("n", Decimal(year), None)}))
+            return
+        if (found := _QUARTER_RE.fullmatch(word)) is not None:
+            yield Value("quarter", word, frozenset({("quarter", int(found[1]))}))
+            return
+        if (phone := self._phone(index)) is not None:
+            yield phone
             return
         if (found := _FRACTION_RE.fullmatch(word)) is not None:
             # "94/100", "3/4": a score or a ratio states both numbers
@@ -363,13 +409,18 @@ class _Reader:
             yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
             return
         if (found := _NUMERIC_DATE_RE.fullmatch(word)) is not None:
-            yield from _numeric_date(word, found, evidence=self.evidence)
+            yield from _numeric_date(word, found)
             return
         if (found := _TIME_RE.fullmatch(word)) is not None and (
             ":" in word or _AMPM_RE.match(self.text, token.end())
         ):
             yield from self._time(word, int(found[1]), int(found[2]), token.end())
             return
+        if (day := _ORDINAL_RE.fullmatch(word)) is not None and len(day[1]) <= 2:
+            date = self._day_first(index)  # "the 15th of June 2024"
+            if date is not None:
+                yield date
+                return
         if word.isdigit() and len(word) <= 2:
             date = self._day_first(index)
             if date is not None:
@@ -386,6 +437,16 @@ class _Reader:
             first = self._number(found[1], token.start(), token.start() + len(found[1]))
             second = self._number(found[2], token.start() + found.start(2), token.end())
             unit = _unit_of(second)
+            if unit in (None, "#") and found[1].isdigit() and found[2].isdigit():
+                ahead, behind = int(found[1]), int(found[2])
+                if ahead > behind:
+                    # "a 6-3 majority", "won 3-1": a tally, read in its order (a range
+                    # runs upwards); evidence's supports its numbers too ("7 to 2")
+                    yield Value("ratio", word, frozenset({("ratio", ahead, behind)}))
+                    if self.evidence:
+                        yield first
+                        yield second
+                    return
             yield _with_unit(first, unit) if unit else first
             yield second
             return
@@ -447,8 +508,7 @@ class _Reader:
             unit = self._currency_before(start)
         if unit is None:
             unit, end = self._unit_after(end)
-        if unit is not None and (per := self._per_unit(end)) is not None:
-            unit, end = f"{unit}/{per[0]}", per[1]  # "$85 per day", "1.5 days a week"
+        unit, end = self._with_rate(unit, end)  # "$85 per day", "1.5 days a week"
         if unit is None and self.evidence and _COUNTED_RE.match(text, end):
             # "12 firefighters": a count of something, not a measure; it supports the bare
             # number, never a unit the answer gives it.
@@ -476,6 +536,27 @@ class _Reader:
             return "lower" if found["lower"] else "upper"
         return None
 
+    def _phone(self, index: int) -> Value | None:
+        """``(800) 555-0199``: a telephone number, one identifier (``1-800-555-0199``)."""
+        token = self.tokens[index]
+        start = token.start()
+        if len(token.group()) != 3 or not token.group().isdigit():
+            return None
+        if start == 0 or self.text[start - 1] != "(":
+            return None
+        found = _PHONE_AFTER_RE.match(self.text, token.end())
+        if found is None:
+            return None
+        for offset in (1, 2):
+            if (
+                index + offset < len(self.tokens)
+                and self.tokens[index + offset].start() < found.end()
+            ):
+                self.used.add(index + offset)
+        surface = self.text[start - 1 : found.end()]
+        compact = token.group() + found[1] + found[2]
+        return Value("identifier", surface, frozenset(_identifier_keys(surface, compact)))
+
     def _prefixed_identifier(self, index: int) -> Value | None:
         following = self._next(index, gap=1)
         if following is None or not _PREFIXED_PART_RE.fullmatch(following.group()):
@@ -486,22 +567,30 @@ class _Reader:
         return Value("identifier", surface, frozenset(_identifier_keys(surface, compact)))
 
     def _per_unit(self, at: int) -> tuple[str, int] | None:
+        if (rate := _RATE_WORD_RE.match(self.text, at)) is not None:
+            return _RATE_WORDS[rate[1].lower()], rate.end()  # "3 g daily" is 3 g per day
         found = _PER_RE.match(self.text, at)
         if found is None:
             return None
-        unit, end = self._unit_after(found.end())
+        unit, end = self._unit_after(found.end(), skip=False)
         return (unit, end) if unit is not None else None
+
+    def _with_rate(self, unit: str | None, end: int) -> tuple[str | None, int]:
+        """``unit`` with the rate written after it (``days a week``: ``day/week``)."""
+        if unit is not None and (per := self._per_unit(end)) is not None:
+            return f"{unit}/{per[0]}", per[1]
+        return unit, end
 
     def _token_at(self, position: int) -> int | None:
         return self.starts.get(position)
 
-    def _unit_after(self, at: int) -> tuple[str | None, int]:
+    def _unit_after(self, at: int, *, skip: bool = True) -> tuple[str | None, int]:
         found = self.vocabulary.unit_re.match(self.text, at)
-        if found is None:
+        if found is None or (found["skip"] and not skip):
             return None, at
         if found["skip"] and set(found["skip"].lower().split()) & _NOT_SKIPPED:
             return None, at  # "142.18 after hours": a preposition ends the number's phrase
-        if found["skip"] and len(found["unit"]) <= 2:  # noqa: PLR2004
+        if found["skip"] and len(found["unit"]) <= 2:
             return None, at  # "3 lies in Zone A": after skipped words, a short unit is a word
         written = re.sub(r"[\s-]+", " ", found["unit"].lower()).strip()
         if written in _AMBIGUOUS_UNITS and re.match(r" +[a-z]", self.text[found.end() :]):
@@ -577,7 +666,8 @@ class _Reader:
         month = _MONTHS[following.group().lower().rstrip(".")]
         last = self.tokens[index + skip + (1 if year is not None else 0)]
         surface = self.text[self.tokens[index].start() : last.end()]
-        return next(_date(surface, year, month, int(self.tokens[index][0])), None)
+        day = int(_DIGIT_RUN_RE.match(self.tokens[index][0])[0])  # type: ignore[index]
+        return next(_date(surface, year, month, day), None)
 
 
 def _identifier_keys(word: str, compact: str) -> set[tuple[object, ...]]:
@@ -590,6 +680,8 @@ def _identifier_keys(word: str, compact: str) -> set[tuple[object, ...]]:
         keys.add(("id", compact[1:]))  # "v2.1.4" is version 2.1.4
     elif compact.isdigit():
         keys.add(("id", f"V{compact}"))
+        if len(compact) == 11 and compact[0] == "1":
+            keys.add(("id", compact[1:]))  # "1-800-555-0199" is "(800) 555-0199"
     return keys
 
 
@@ -614,10 +706,14 @@ def _date(surface: str, year: int | None, month: int, day: int | None) -> Iterat
     yield Value("date", surface, frozenset({key}))
 
 
-def _numeric_date(surface: str, found: re.Match[str], *, evidence: bool) -> Iterator[Value]:
-    """``01/06/2025``: read both ways where both are dates. An answer's date that both ways
-    could be (01/12/2024: January 12 or December 1) is supported only by the same numeric
-    date in the evidence: a reader cannot tell which the answer means."""
+def _numeric_date(surface: str, found: re.Match[str]) -> Iterator[Value]:
+    """``01/06/2025``: read both ways where both are dates.
+
+    Day-first and month-first are both common: an answer writing the evidence's 1 December
+    2024 as ``12/01/2024`` is right for half its readers, and no rule can tell which half it
+    wrote for (a date whose day and month were swapped passes the same way: the judge's to
+    catch).
+    """
     a, b, year = int(found[1]), int(found[2]), int(found[3])
     year += 2000 if year < 100 else 0
     keys: set[tuple[object, ...]] = {
@@ -625,8 +721,6 @@ def _numeric_date(surface: str, found: re.Match[str], *, evidence: bool) -> Iter
     }
     if not keys:
         return
-    if len(keys) > 1 and not evidence:
-        keys = set()
     keys.add(("ndate", a, b, year))
     yield Value("date", surface, frozenset(keys))
 
@@ -651,6 +745,8 @@ def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:
             for part in re.findall(r"\d{4}", value.surface):
                 index.numbers.setdefault(Decimal(part).normalize(), set()).add("#")
     index.keys.add(("structural",))
+    for found in _QUARTER_WORDS_RE.finditer(text):
+        index.keys.add(("quarter", _QUARTERS[found[1].lower()]))
     subparts = {m.lower() for m in _STANDALONE_SUBPART_RE.findall(text)}
     if subparts:
         bases = {re.sub(r"[\W_]", "", t).upper() for t in _DIGIT_TOKEN_RE.findall(text)}

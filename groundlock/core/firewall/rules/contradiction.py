@@ -38,11 +38,15 @@ class ContradictsEvidence(SentenceRule):
         return _contradiction(sentence, ctx, lexicon(ctx.ruleset))
 
 
-def _bounds(sentence: Sentence, ctx: Context) -> str | None:
+def _bounds(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
     """A value stated with the opposite bound to every cited statement of it.
 
     ``at most 30`` where the evidence says ``at least 30``; ``or below`` for ``or above``.
+    Not in a negative sentence: ``gloves rated below 1,000 V must not be used`` states the
+    evidence's ``at least 1,000 V`` the other way round.
     """
+    if any(c.negative for c in clauses(sentence.text, lex)):
+        return None
     cited = support_view(sentence, ctx).cited_values()
     for value, source, _ in sentence_values(sentence, ctx):
         if value.bound is None or source is not Source.CITED:
@@ -55,7 +59,7 @@ def _bounds(sentence: Sentence, ctx: Context) -> str | None:
 
 
 def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
-    found = _bounds(sentence, ctx)
+    found = _bounds(sentence, ctx, lex)
     if found is not None:
         return found
     view = support_view(sentence, ctx)
@@ -71,9 +75,11 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
         # (Only the sentence's own restriction matters: "only X may be used" says "others
         # must not be", which a negative evidence clause about the others supports.)
         aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2]
-        if not aligned:
-            continue
-        found = _polarity(clause, aligned) or _modality(clause, aligned)
+        # A clause of two words ("The inspection is optional") aligns on its subject alone
+        # for its modality: what else could "optional" be said of?
+        modal_floor = 1 if len(clause.stems) <= 2 else 2
+        modal = [e for e in evidence if len(clause.stems & e.stems) >= modal_floor]
+        found = (_polarity(clause, aligned) if aligned else None) or _modality(clause, modal)
         if found is not None:
             return found
     return _opposite(sentence, ctx, lex)
@@ -143,10 +149,17 @@ def _opposite(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
     if best < 4 or best < 0.5 * len(said):
         return None
     top = evidence[overlaps.index(best)]
+    top_text = [text for f in view.cited for text in f.sentences][overlaps.index(best)]
+    negated = frozenset().union(
+        *(c.negated for c in clauses(sentence.text, lex)),
+        *(c.negated for c in evidence_clauses(top_text, lex)),
+    )
     near = [e for e, o in zip(evidence, overlaps, strict=True) if o >= best - 1]
     for word in said - top:
         opposites = lex.antonyms.get(word, frozenset())
         found = opposites & top
+        if found and (word in negated or found & negated):
+            continue  # "Do not open the valve" says the evidence's "keep the valve closed"
         if found and not opposites & said and not any(word in e for e in near):
             return f"says {word!r} where its evidence says {sorted(found)[0]!r}"
     return None

@@ -54,12 +54,13 @@ def sentence_names(sentence: Sentence, ctx: Context) -> tuple[tuple[Name, Source
     if sentence.kind is LineKind.TEXT:
         for name in names_in(sentence.text, ctx.ruleset):
             source, anchor = view.word_source(name.forms)
+            abbreviated = len(name.written) <= 4 and f"{name.written}." in sentence.text
             texts = [f.statements for f in view.cited] + [view.question.statements]
             if source is not Source.CITED and name.kind == "acronym":
                 if any(_spelled_out(name.written, t, connectors) for t in texts):
                     source, anchor = Source.CITED, None
             elif source is not Source.CITED and any(
-                written_otherwise(name.written, t) for t in texts
+                written_otherwise(name.written, t, abbreviated=abbreviated) for t in texts
             ):
                 source, anchor = Source.CITED, None
             found_names.append((name, source, anchor))

@@ -1,14 +1,14 @@
 """Output a client could render into an action: links, images, markup, script, hidden text.
 
 The checks themselves are :func:`groundlock.text.unsafe.unsafe_output` (``firewall_v1``)
-and, from ``firewall_v2``, :func:`groundlock.core.firewall.links.unsafe_output_v2`, which also
-asks a Markdown linkifier what it would turn into a link.
+and, from ``firewall_v2``, :func:`unsafe_in`, which also asks a Markdown linkifier what it
+would turn into a link.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from linkify_it import LinkifyIt
@@ -22,7 +22,7 @@ from groundlock.text.unsafe import unsafe_output
 __all__ = ["UnsafeOutput", "unsafe_in"]
 
 
-def unsafe_in(text: str, ruleset: Ruleset) -> str | None:
+def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | None:
     """What makes ``text`` unsafe to render under ``ruleset``, or None if it is plain text.
 
     From ``firewall_v2`` (``linkify`` in its parameters) a link is also whatever a Markdown
@@ -31,19 +31,38 @@ def unsafe_in(text: str, ruleset: Ruleset) -> str | None:
     is the oracle, rather than a grown regular expression. And Markdown strikethrough is
     unsafe: a reader sees ``must ~~not~~ exceed`` as "must exceed", the firewall would
     read the "not".
+
+    A bare name the linkifier takes for a host (``settings.py``, ``Amazon.com``,
+    ``ASP.NET``) is no link where the evidence writes it too (``quoted``): the answer names
+    what its sources name, and a bare host carries no data out (a path, a query, a
+    fragment or a scheme still make it a link, quoted or not).
     """
     found = unsafe_output(text)
     if found is not None or not ruleset.params.get("linkify"):
         return found
     if _STRIKETHROUGH_RE.search(text):
         return "Markdown strikethrough"
-    if _LINKIFY.test(text):
-        return "a link"
+    linkify = ruleset.compiled("unsafe.linkify", _linkify)
+    if linkify.test(text):
+        written = [t.lower() for t in quoted]
+        for link in linkify.match(text) or ():
+            bare = not link.schema and not _BEYOND_HOST_RE.search(link.raw)
+            if not (bare and any(link.raw.lower() in t for t in written)):
+                return "a link"
     return None
 
 
-_LINKIFY = LinkifyIt()
-"""linkify-it-py with its defaults, as markdown-it-py's ``linkify`` option uses it."""
+_BEYOND_HOST_RE = re.compile(r"[/?#:@]")
+
+
+def _linkify(ruleset: Ruleset) -> LinkifyIt:
+    """linkify-it-py as markdown-it-py's ``linkify`` option uses it, and more domains.
+
+    The ruleset's further top-level domains (``link_tlds.words``) are added to its own.
+    """
+    return LinkifyIt().tlds(list(ruleset.entries("link_tlds")), keep_old=True)
+
+
 _STRIKETHROUGH_RE = re.compile(r"~~(?=\S)[^\n]*?\S~~|<\s*/?\s*(?:del|s|strike)\s*>", re.IGNORECASE)
 
 
@@ -60,6 +79,7 @@ class UnsafeOutput:
 
     def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
         """One finding naming the first kind of unsafe output found."""
-        unsafe = unsafe_in(answer.text, ctx.ruleset)
+        quoted = [entry.sanitized_text for entry in ctx.entries.values()]
+        unsafe = unsafe_in(answer.text, ctx.ruleset, quoted)
         if unsafe is not None:
             yield Finding(self.name, self.reason, f"answer: contains {unsafe}")
