@@ -2,7 +2,8 @@
 
 ``corpus/answers.jsonl`` holds a few thousand answers over fixed bundles (see
 ``corpus/build.py``); ``corpus/verdicts_<ruleset>.jsonl`` the verdict each ruleset reached on
-each when it was made (``firewall_v1``: by the code before rulesets existed, commit 9b69000).
+each when it was made (``firewall_v1``: by the code before rulesets existed, commit 9b69000;
+``firewall_v2``: when it was released).
 A moved verdict under an existing ruleset name is a defect: a change of verdicts is a new
 ruleset version.
 """
@@ -18,7 +19,7 @@ from groundlock import load_policy
 from tests.firewall.corpus.build import HERE
 from tests.firewall.corpus.freeze import judged, verdict
 
-FROZEN = {"R2_POLICY_V1": "firewall_v1"}
+FROZEN = {"R2_POLICY_V1": "firewall_v1", "R2_POLICY_V2": "firewall_v2"}
 
 
 def _frozen(ruleset: str) -> dict[str, dict[str, Any]]:

@@ -136,6 +136,17 @@ class UncitedStatement(UncitedSentence):
     name: ClassVar[str] = "uncited_statement"
     states_headings: ClassVar[bool] = False
 
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """As ``uncited_sentence``; and an answer that cites nothing at all (``Yes!``).
+
+        A bare ``Yes.`` or a heading needs no anchor beside cited statements; alone, it
+        answers with no evidence, and an OK answer cites at least one entry.
+        """
+        found = list(super().check(answer, ctx))
+        yield from found
+        if not found and answer.sentences and not any(s.cited for s in answer.sentences):
+            yield Finding(self.name, self.reason, "answer: cites no evidence at all", 1)
+
 
 class CitationList:
     """A citation list that disagrees with the answer's anchors, or stray anchors.
