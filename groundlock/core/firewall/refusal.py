@@ -90,7 +90,7 @@ def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one retur
         return Refusal(RefusalForm.VARIANT, "a close paraphrase of the refusal")
     patterns, union = ctx.ruleset.compiled("refusal.phrases", _phrases)
     if ctx.ruleset.entries("refusal", "disguised"):
-        return _in_other_words(ctx, patterns)
+        return _in_other_words(ctx)
     folded = fold(text)
     if not union.search(folded):
         return _NO_REFUSAL
@@ -106,11 +106,16 @@ def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one retur
     return _NO_REFUSAL
 
 
-def _disguised(ruleset: Ruleset) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(apostrophes(p)) for p in ruleset.entries("refusal", "disguised"))
+def _disguised(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str]]:
+    """The refusal phrases and the disguised ones, each and as one search."""
+    phrases, _ = ruleset.compiled("refusal.phrases", _phrases)
+    disguised = (re.compile(apostrophes(p)) for p in ruleset.entries("refusal", "disguised"))
+    patterns = (*phrases, *disguised)
+    union = re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    return patterns, union
 
 
-def _in_other_words(ctx: Context, phrases: tuple[re.Pattern[str], ...]) -> Refusal:
+def _in_other_words(ctx: Context) -> Refusal:
     """From ``firewall_v2``: a refusal in other words, judged sentence by sentence.
 
     A refusal phrase (``... is not specified``, ``the manual does not say``, ``there is no
@@ -121,10 +126,12 @@ def _in_other_words(ctx: Context, phrases: tuple[re.Pattern[str], ...]) -> Refus
     answer: ParsedAnswer | None = ctx.memo.get("answer")
     if answer is None:
         return _NO_REFUSAL
-    patterns = (*phrases, *ctx.ruleset.compiled("refusal.disguised", _disguised))
+    patterns, union = ctx.ruleset.compiled("refusal.disguised", _disguised)
     conditions = ctx.ruleset.compiled("refusal.conditions", _conditions)
     evidence = [plain(e.sanitized_text) for e in ctx.entries.values()]
     for sentence in answer.sentences:
+        if not union.search(sentence.folded):
+            continue  # one search rules every phrase out, the usual case
         for pattern in patterns:
             for found in pattern.finditer(sentence.folded):
                 if _conditional(sentence.folded, found.start(), conditions):
