@@ -17,6 +17,7 @@ exit after a read.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
+from groundlock.serve.limits import ServeLimits
 from groundlock.stores.delta import AuditUnavailable, DeltaAuditStore, sql_text
 from groundlock.stores.report import render_report
 from groundlock.stores.rows import FeedbackRow, QueryRow, ValidationRow
@@ -89,7 +91,7 @@ def _answer_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     source.add_argument("--batch", type=Path, help="a JSONL file of bundles, one per line")
     ask.add_argument("--json", action="store_true", help="print the PublicResponse as JSON")
     ask.add_argument("--model", help="provider:model (default: the offline model)")
-    ask.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    ask.add_argument("--policy", help="policy version (default: the library's default)")
     ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
     _store_option(ask, default=None)
     ask.set_defaults(handler=_ask)
@@ -99,7 +101,7 @@ def _answer_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     validate.add_argument("--bundle", type=Path, required=True)
     validate.add_argument("--answer-file", type=Path, required=True)
-    validate.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    validate.add_argument("--policy", help="policy version (default: the library's default)")
     validate.set_defaults(handler=_validate)
 
     serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
@@ -107,8 +109,14 @@ def _answer_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
     serve.add_argument("--model", help="provider:model (default: the offline model)")
-    serve.add_argument("--policy", help="policy version (default R2_POLICY_V1)")
+    serve.add_argument("--policy", help="policy version (default: the library's default)")
     _store_option(serve)
+    for field in dataclasses.fields(ServeLimits):
+        serve.add_argument(
+            f"--{field.name.replace('_', '-')}",
+            type=float if field.name.endswith("seconds") else int,
+            help=f"(default {field.default}; env GROUNDLOCK_{field.name.upper()})",
+        )
     serve.set_defaults(handler=_serve)
 
 
@@ -463,9 +471,17 @@ def _serve(args: argparse.Namespace) -> int:
         ("GROUNDLOCK_MODEL", args.model),
         ("GROUNDLOCK_POLICY", args.policy),
         ("GROUNDLOCK_STORE", args.store),
+        *(
+            (f"GROUNDLOCK_{field.name.upper()}", getattr(args, field.name))
+            for field in dataclasses.fields(ServeLimits)
+        ),
     ):
-        if value:
-            os.environ[name] = value
+        if value is not None and value != "":
+            os.environ[name] = str(value)
+    try:
+        ServeLimits.from_env()  # a bad limit is a usage error here, not in every worker
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
     uvicorn.run(
         "groundlock.serve.app:app_from_env",
         factory=True,

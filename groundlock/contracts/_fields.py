@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import (
     AfterValidator,
+    Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     Strict,
@@ -26,13 +27,27 @@ from pydantic_core import PydanticCustomError, core_schema
 from groundlock.text.sanitize import HIDDEN_RANGES, WHITESPACE_CHARACTERS
 
 __all__ = [
+    "INT64_MAX",
     "ChunkText",
+    "Count",
     "Identifier",
     "IsoDate",
     "NonNegativeFinite",
+    "Rank",
     "Similarity",
     "SourceReference",
 ]
+
+INT64_MAX = 2**63 - 1
+"""The largest integer the audit tables (Arrow int64) hold."""
+
+Count = Annotated[int, Field(strict=True, ge=0, le=INT64_MAX)]
+"""A non-negative integer of the input contract, bounded by what the audit trail stores: a
+larger one fails the input gate (``INPUT_SCHEMA_INVALID``) instead of the audit write after
+the model call."""
+
+Rank = Annotated[int, Field(strict=True, ge=-INT64_MAX - 1, le=INT64_MAX)]
+"""A retriever rank as given (R2 checks that ranks are exactly 0..n-1), within int64."""
 
 
 # Characters that would let a metadata value break out of an evidence header

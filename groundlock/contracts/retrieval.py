@@ -19,15 +19,17 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts._fields import (
     ChunkText,
+    Count,
     Identifier,
     IsoDate,
     NonNegativeFinite,
+    Rank,
     Similarity,
     SourceReference,
 )
@@ -43,7 +45,7 @@ class RetrievalRow(Contract):
 
     chunk_id: Identifier
     """Stable id of the chunk; anchors map to it one to one."""
-    rank: StrictInt
+    rank: Rank
     """Retriever rank; a bundle's ranks are exactly 0..n-1. Orders evidence and anchors."""
     similarity_score: Annotated[
         Similarity, Field(validation_alias=AliasChoices("similarity_score", "similarity"))
@@ -57,7 +59,7 @@ class RetrievalRow(Contract):
     """Document type checked against the policy's ``allowed_knowledge_types`` (V5)."""
     source_reference: SourceReference | None = None
     """Human-readable source shown in the evidence header and in public citations."""
-    faiss_id: Annotated[StrictInt, Field(ge=0)] | None = None
+    faiss_id: Count | None = None
     """Vector-index row id, kept for the audit trail only."""
     equipment_id: Identifier | None = None
     """Equipment the chunk is about; a row without one never passes an equipment filter."""
@@ -145,7 +147,7 @@ class RetrievalBundle(Contract):
     """Version of the vector index the rows came from (reproducibility)."""
     embedding_model: Identifier
     """Embedding model that produced the similarities (reproducibility)."""
-    top_k: Annotated[StrictInt, Field(ge=1)]
+    top_k: Annotated[Count, Field(ge=1)]
     """How many rows the retriever was asked for; a bundle never holds more."""
     results: tuple[RetrievalRow, ...]
     """The ranked rows, in any order: R2 orders them by rank, then chunk_id."""
@@ -163,7 +165,7 @@ class RetrievalBundle(Contract):
     A gate threshold means something only for the scale it was calibrated on, so the audit
     trail records the mapping that produced every similarity it judged.
     """
-    access_denied_count: Annotated[StrictInt, Field(ge=0)] | None = None
+    access_denied_count: Count | None = None
     """Rows the retriever found that the requesting principal may not see, withheld before
     this bundle was built. Recorded for audit; never shown to the model or the client."""
 

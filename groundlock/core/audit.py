@@ -8,6 +8,8 @@ R6 will build from it, so the audit trail records exactly what the caller receiv
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -48,6 +50,13 @@ def audit_rows(
         "latency_ms": float(summary["latency_ms"]),
     }
     passed = result.validation_status is ValidationStatus.PASSED
+    selected = bundle.selected_evidence if bundle is not None else ()
+    by_anchor = {entry.anchor: entry.chunk_id for entry in selected}
+    cited = tuple(by_anchor[a] for a in result.validated_citations if a in by_anchor)
+    answer = result.validated_answer_text if passed else None
+    shared["outcome_sha256"] = _outcome_sha256(
+        summary["status"], summary["failure_reason"], answer, cited
+    )
     validation = ValidationRow.model_validate(
         {
             **{name: summary[name] for name in _SUMMARY_COLUMNS},
@@ -56,7 +65,7 @@ def audit_rows(
             "sentence_count": metrics.sentence_count,
             "suspicious_new_ids": metrics.suspicious_new_ids,
             "validated_citations": result.validated_citations,
-            "validated_answer_text": result.validated_answer_text if passed else None,
+            "validated_answer_text": answer,
             "model_provider": execution.pinned.provider if execution else None,
             "template_sha256": prompt.template_sha256 if prompt else None,
             "groundlock_version": version,
@@ -69,13 +78,11 @@ def audit_rows(
             else None,
         }
     )
-    selected = bundle.selected_evidence if bundle is not None else ()
     dropped = bundle.metrics.dropped_rows if bundle and bundle.metrics else ()
     ranked = sorted(
         [(entry.rank, entry.chunk_id) for entry in selected]
         + [(row.rank, row.chunk_id) for row in dropped]
     )
-    by_anchor = {entry.anchor: entry.chunk_id for entry in selected}
     query = QueryRow.model_validate(
         {
             **shared,
@@ -89,9 +96,7 @@ def audit_rows(
             "top_k": trace.retrieval_top_k if trace else None,
             "retrieved_chunk_ids": tuple(chunk_id for _, chunk_id in ranked),
             "selected_chunk_ids": tuple(entry.chunk_id for entry in selected),
-            "cited_chunk_ids": tuple(
-                by_anchor[a] for a in result.validated_citations if a in by_anchor
-            ),
+            "cited_chunk_ids": cited,
             "retrieval_latency_ms": trace.retrieval_latency_ms if trace else None,
         }
     )
@@ -125,6 +130,14 @@ _SUMMARY_COLUMNS = (
     "completion_tokens",
     "total_tokens",
 )
+
+
+def _outcome_sha256(
+    status: object, reason: object, answer: str | None, cited: tuple[str, ...]
+) -> str:
+    """What the caller received, hashed: the same in both rows of a request."""
+    received = json.dumps([status, reason, answer, list(cited)], ensure_ascii=False)
+    return hashlib.sha256(received.encode()).hexdigest()
 
 
 def _judge_columns(result: ValidationResult) -> dict[str, object]:

@@ -19,13 +19,27 @@ nothing else a client could use to look inside or steer it (``reliability-notes`
 * **Optional API keys** (``GROUNDLOCK_API_KEYS``): ``requester_id:role:key`` entries,
   comma-separated. A request without a valid ``X-API-Key`` gets 401. The key's requester
   id and role reach the audit trail's query log.
+* **Bounded work** (:class:`ServeLimits`): a batch's items and rows are capped (413
+  ``BATCH_TOO_LARGE``) before anything runs; a batch runs ``batch_concurrency`` items at a
+  time, so one batch weighs on the worker like a few requests, not like its item count;
+  a worker holds at most ``max_in_flight`` requests (503 ``OVERLOADED``) and each client
+  (its API key's requester, or its address without keys) at most
+  ``max_in_flight_per_client`` (429 ``TOO_MANY_REQUESTS``), both with ``Retry-After``;
+  every request has a deadline (504 ``DEADLINE_EXCEEDED``). ``/health`` passes no gate.
+* **The server owns the audit key.** A served request's ``run_id`` is the server's:
+  ``<requester_id>:<the client's run_id or ->`` with keys, so one requester's retry is
+  idempotent and no requester can shadow another's record; ``anonymous:<random>`` without
+  keys, where no one can be told apart and every request is its own record.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import hmac
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -36,17 +50,26 @@ from fastapi.responses import JSONResponse
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import ensure_config, get_config_list
 from langserve import add_routes
-from pydantic import ConfigDict
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
+from groundlock.contracts._fields import Identifier
 from groundlock.contracts.response import PublicResponse
 from groundlock.core.intake import raw_limit_problem
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import InputLimits, Policy
+from groundlock.serve.limits import ServeLimits
 
-__all__ = ["ANSWER_PATH", "Requester", "app_from_env", "create_app", "requesters_from_env"]
+__all__ = [
+    "ANSWER_PATH",
+    "Requester",
+    "ServeLimits",
+    "app_from_env",
+    "create_app",
+    "requesters_from_env",
+]
 
 ANSWER_PATH = "/answer"
 _ENDPOINTS = ["invoke", "batch"]
@@ -79,14 +102,16 @@ def create_app(
     *,
     policy: str | Policy = DEFAULT_POLICY,
     api_keys: Mapping[str, Requester] | None = None,
-    max_body_bytes: int = 4 * 2**20,
+    limits: ServeLimits | None = None,
 ) -> FastAPI:
     """A FastAPI app serving ``chain`` at ``/answer`` (see the module docstring).
 
     ``policy`` supplies the row, chunk and question limits checked before the chain runs;
-    ``api_keys`` defaults to ``GROUNDLOCK_API_KEYS`` (none: no authentication).
+    ``api_keys`` defaults to ``GROUNDLOCK_API_KEYS`` (none: no authentication), ``limits``
+    to :meth:`ServeLimits.from_env`.
     """
-    limits = (load_policy(policy) if isinstance(policy, str) else policy).input_limits
+    serve_limits = ServeLimits.from_env() if limits is None else limits
+    input_limits = (load_policy(policy) if isinstance(policy, str) else policy).input_limits
     keys = dict(requesters_from_env() if api_keys is None else api_keys)
     app = FastAPI(
         title="groundlock", docs_url=None, redoc_url=None, openapi_url=None,
@@ -100,7 +125,7 @@ def create_app(
     # answers a bad bundle itself.
     add_routes(
         app,
-        _Identified(chain=chain),
+        _Identified(chain=chain, batch_concurrency=serve_limits.batch_concurrency),
         path=ANSWER_PATH,
         input_type=Any,
         output_type=PublicResponse,
@@ -110,7 +135,7 @@ def create_app(
         enable_feedback_endpoint=False,
         enable_public_trace_link_endpoint=False,
     )
-    app.add_middleware(_Gate, keys=keys, limits=limits, max_body_bytes=max_body_bytes)
+    app.add_middleware(_Gate, keys=keys, limits=input_limits, serve=serve_limits)
     return app
 
 
@@ -131,6 +156,7 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     chain: Runnable[Any, PublicResponse]
+    batch_concurrency: int = 2
 
     def _told(self, config: RunnableConfig | None) -> RunnableConfig:
         config = ensure_config(config)
@@ -146,13 +172,13 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
-        return self.chain.invoke(input, self._told(config))
+        return self.chain.invoke(_owned(input), self._told(config))
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
-        return await self.chain.ainvoke(input, self._told(config))
+        return await self.chain.ainvoke(_owned(input), self._told(config))
 
     @override
     async def abatch(
@@ -164,11 +190,48 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
         **kwargs: Any,
     ) -> list[PublicResponse]:
         configs = [self._told(c) for c in get_config_list(config, len(inputs))]
-        return await self.chain.abatch(inputs, configs, return_exceptions=return_exceptions)
+        for each in configs:
+            each["max_concurrency"] = self.batch_concurrency
+        owned = [_owned(item) for item in inputs]
+        return await self.chain.abatch(owned, configs, return_exceptions=return_exceptions)
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+_IDENTIFIER = TypeAdapter(Identifier)
+
+
+def _owned(payload: object) -> object:
+    """``payload`` with the server's ``run_id`` (see the module docstring).
+
+    The audit key is ``(request_id, run_id)`` and the store keeps one record per key: a
+    client-chosen pair would let one client's record stand in for another's. With keys, the
+    requester scopes the client's run_id (a retry by the same requester is the same record;
+    a different outcome under it is recorded as a re-run). Without keys nobody can be told
+    apart, so every request gets a run_id of its own. A client run_id that is no valid
+    identifier, or too long to scope, is kept as its hash.
+    """
+    if not isinstance(payload, dict):
+        return payload
+    requester = _REQUESTER.get()
+    if requester is None:
+        return {**payload, "run_id": f"anonymous:{uuid.uuid4().hex}"}
+    client = payload.get("run_id")
+    prefix = f"{requester.requester_id}:"
+    if client is None:
+        return {**payload, "run_id": f"{prefix}-"}
+    scoped = f"{prefix}{client}" if isinstance(client, str) else None
+    try:
+        _IDENTIFIER.validate_python(scoped)
+    except ValidationError:
+        digest = hashlib.sha256(json.dumps(client, default=str).encode()).hexdigest()[:32]
+        scoped = f"{prefix}#{digest}"
+    return {**payload, "run_id": scoped}
+
+
+def _error(status: int, code: str, message: str, *, retry_after: int | None = None) -> JSONResponse:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
 
 
 class _Gate:
@@ -180,12 +243,15 @@ class _Gate:
         *,
         keys: Mapping[str, Requester],
         limits: InputLimits,
-        max_body_bytes: int,
+        serve: ServeLimits,
     ) -> None:
         self.app = app
         self.keys = keys
         self.limits = limits
-        self.max_body_bytes = max_body_bytes
+        self.serve = serve
+        self.max_body_bytes = serve.max_body_bytes
+        self.in_flight = 0
+        self.per_client: dict[str, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/health":
@@ -199,15 +265,65 @@ class _Gate:
 
     async def _gated(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._unauthorized(scope)
-        if refusal is None and scope["method"] == "POST":
-            refusal, body = await self._read_body(scope, receive)
-            if refusal is None:
-                await self.app(scope, _replay(body, receive), send)
-                return
-        if refusal is None:
-            await self.app(scope, receive, send)
-        else:
+        if refusal is not None:
             await refusal(scope, receive, send)
+            return
+        client = self._client(scope)
+        refusal = self._admit(client)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        try:
+            await self._admitted(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.per_client[client] -= 1
+            if not self.per_client[client]:
+                del self.per_client[client]
+
+    def _client(self, scope: Scope) -> str:
+        """Whom a request is counted against: its requester, or its address without keys."""
+        requester = _REQUESTER.get()
+        if requester is not None:
+            return f"requester:{requester.requester_id}"
+        address = scope.get("client")
+        return f"address:{address[0] if address else '-'}"
+
+    def _admit(self, client: str) -> JSONResponse | None:
+        """Count the request in, or the response shedding it (nothing awaited: no race)."""
+        if self.in_flight >= self.serve.max_in_flight:
+            text = f"this worker is running its {self.serve.max_in_flight} requests; retry"
+            return _error(503, "OVERLOADED", text, retry_after=1)
+        if self.per_client.get(client, 0) >= self.serve.max_in_flight_per_client:
+            limit = self.serve.max_in_flight_per_client
+            text = f"this client already has {limit} requests running; retry"
+            return _error(429, "TOO_MANY_REQUESTS", text, retry_after=1)
+        self.in_flight += 1
+        self.per_client[client] = self.per_client.get(client, 0) + 1
+        return None
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "POST":
+            refusal, body = await self._read_body(scope, receive)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.serve.request_timeout_seconds):
+                await self.app(scope, receive, tracked)
+        except TimeoutError:
+            if not started:
+                limit = self.serve.request_timeout_seconds
+                text = f"the request took longer than {limit:g} s"
+                await _error(504, "DEADLINE_EXCEEDED", text)(scope, receive, send)
 
     def _unauthorized(self, scope: Scope) -> JSONResponse | None:
         if not self.keys:
@@ -245,10 +361,34 @@ class _Gate:
             # NaN or Infinity it would echo in its 422.
             text = "the request body must be a JSON object (standard JSON, UTF-8)"
             return _error(422, "INVALID_JSON", text), b""
-        problem = self._limit_problem(payload, scope["path"])
+        return self._payload_problem(payload, scope["path"]), bytes(body)
+
+    def _payload_problem(self, payload: dict[str, Any], path: str) -> JSONResponse | None:
+        """A batch too large to run at all (413), or an input over the policy's limits."""
+        if path.endswith("/batch"):
+            problem = self._batch_problem(payload.get("inputs"))
+            if problem:
+                return _error(413, "BATCH_TOO_LARGE", problem)
+        problem = self._limit_problem(payload, path)
         if problem:
-            return _error(422, "INPUT_LIMIT_EXCEEDED", problem), b""
-        return None, bytes(body)
+            return _error(422, "INPUT_LIMIT_EXCEEDED", problem)
+        return None
+
+    def _batch_problem(self, inputs: object) -> str | None:
+        """Why a batch is too large to run at all (checked before anything else)."""
+        if not isinstance(inputs, list):
+            return None
+        if len(inputs) > self.serve.max_batch_items:
+            return f"a batch holds at most {self.serve.max_batch_items} inputs, not {len(inputs)}"
+        rows = sum(
+            len(item["results"])
+            for item in inputs
+            if isinstance(item, dict) and isinstance(item.get("results"), list)
+        )
+        if rows > self.serve.max_batch_rows:
+            limit = self.serve.max_batch_rows
+            return f"a batch holds at most {limit} evidence rows in all, not {rows}"
+        return None
 
     def _limit_problem(self, payload: dict[str, Any], path: str) -> str | None:
         if path.endswith("/batch"):
@@ -293,9 +433,10 @@ def app_from_env() -> FastAPI:
     """The app ``groundlock serve`` runs in each worker, configured by environment.
 
     ``GROUNDLOCK_MODEL`` (a ``provider:model`` string; default the offline model),
-    ``GROUNDLOCK_POLICY`` (default ``R2_POLICY_V1``), ``GROUNDLOCK_STORE`` (an audit store
-    path or URI; default none) and ``GROUNDLOCK_API_KEYS``. Built in the worker, after any
-    fork, so each worker opens its own audit writer.
+    ``GROUNDLOCK_POLICY`` (default the library's default policy), ``GROUNDLOCK_STORE`` (an
+    audit store path or URI; default none), ``GROUNDLOCK_API_KEYS`` and the
+    :class:`ServeLimits` variables. Built in the worker, after any fork, so each worker opens
+    its own audit writer.
     """
     from groundlock.chains.answer import grounded_answer_chain  # noqa: PLC0415
 

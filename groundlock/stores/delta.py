@@ -495,13 +495,20 @@ class DeltaAuditStore:
                 present.setdefault((request_id, run_id or ""), tuple(outcome))
         kept = []
         for key, row in keyed:  # in spool order: the first row of a key is its record
+            if key is not None and key in present and present[key] != row.outcome():
+                # Executed again with another outcome: recorded under a derived run_id, the
+                # same in both tables (the outcome hash is the request's), never dropped.
+                # (The lookup by request_id already holds the derived key's own earlier
+                # record, if a flush retried: that one is then kept, not this.)
+                row = _rerun(row)  # noqa: PLW2901
+                key = row.key()  # noqa: PLW2901
+                if key is not None and key not in present:
+                    _report_other_outcome(key)
             if key is None:
                 kept.append(row)
             elif key not in present:
                 present[key] = row.outcome()
                 kept.append(row)
-            elif present[key] != row.outcome():
-                _report_other_outcome(key)
         return kept
 
     @staticmethod
@@ -610,14 +617,20 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
     return entries, unreadable
 
 
+def _rerun(row: RowT) -> RowT:
+    """``row`` under the run id of a re-execution: ``<run_id>~<outcome hash, 16 digits>``."""
+    digest = str(row.outcome()[0] or "")[:16] or "0" * 16
+    run_id = f"{getattr(row, 'run_id', None) or ''}~{digest}"
+    return row.model_copy(update={"run_id": run_id})
+
+
 def _report_other_outcome(key: tuple[str, str]) -> None:
-    # One row per (request_id, run_id) is the table's contract, so the first record stays
-    # the record; a later execution that answered differently is not silent, though.
+    # One row per (request_id, run_id) is the table's contract; a later execution that
+    # answered differently is a record of its own, under a derived run id.
     logger.warning(
-        "audit: request %s run %s was executed again with another outcome; the first "
-        "record is kept (give each execution its own run_id to record both)",
+        "audit: request %s was executed again with another outcome; recorded as run %s",
         key[0],
-        key[1] or "-",
+        key[1],
     )
 
 

@@ -77,6 +77,7 @@ class TableRow(BaseModel):
 
 class _RequestRow(TableRow):
     key_fields: ClassVar[tuple[str, ...]] = ("request_id", "run_id")
+    outcome_fields: ClassVar[tuple[str, ...]] = ("outcome_sha256",)
 
     request_id: _Id | None
     """Null only for input too malformed to carry a request_id (never deduplicated)."""
@@ -92,11 +93,6 @@ class ValidationRow(_RequestRow):
     """One validation result: ``000``'s validation table, plus the hashes that replay it."""
 
     table: ClassVar[str] = "validations"
-    outcome_fields: ClassVar[tuple[str, ...]] = (
-        "status",
-        "failure_reason",
-        "validated_answer_text",
-    )
 
     status: _Id
     """The public status (OK, NO_EVIDENCE, FAILED)."""
@@ -150,6 +146,10 @@ class ValidationRow(_RequestRow):
     judge_prompt_sha256: _Id | None = None
     judge_verdicts: tuple[_Text, ...] | None = None
     """The judge's verdicts as ``sentence:supported|unsupported:score``, or its error."""
+    outcome_sha256: _Id | None = None
+    """What the caller received (status, reason, answer, cited chunks), hashed; the same in
+    both rows of a request. A later execution under a stored key that received something
+    else is recorded under ``<run_id>~<first 16 hex digits>``, never dropped."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:
@@ -181,6 +181,8 @@ class QueryRow(_RequestRow):
     failure_reason: _Id | None
     latency_ms: _Ms
     retrieval_latency_ms: _Ms | None
+    outcome_sha256: _Id | None = None
+    """As the validation row's: the two rows of one request carry the same."""
 
 
 class FeedbackRow(TableRow):

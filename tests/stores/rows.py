@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +57,7 @@ def validation_row(**fields: Any) -> ValidationRow:
     row.update(fields)
     if row["validation_status"] != "PASSED" and "validated_answer_text" not in fields:
         row["validated_answer_text"] = None
+    row.setdefault("outcome_sha256", outcome(row["status"], row["failure_reason"]))
     return ValidationRow.model_validate(row)
 
 
@@ -81,4 +83,10 @@ def query_row(**fields: Any) -> QueryRow:
         "retrieval_latency_ms": None,
     }
     row.update(fields)
+    row.setdefault("outcome_sha256", outcome(row["status"], row["failure_reason"]))
     return QueryRow.model_validate(row)
+
+
+def outcome(status: str, reason: str | None) -> str:
+    """A stand-in outcome hash: the same for the two rows of one outcome, 64 hex digits."""
+    return hashlib.sha256(f"{status}:{reason}".encode()).hexdigest()

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from groundlock.stores import AuditUnavailable, DeltaAuditStore, ValidationRow
+from groundlock.stores import AuditUnavailable, DeltaAuditStore, QueryRow, ValidationRow
 from groundlock.stores import delta as delta_module
 from groundlock.stores import spool as spool_module
 from groundlock.stores.spool import SpoolError, SpoolWriter, adopted, read_segment, segments_of
-from tests.stores.rows import query_row, validation_row
+from tests.stores.rows import outcome, query_row, validation_row
 
 
 def _rows(request_id: str) -> tuple[Any, Any]:
@@ -195,7 +195,7 @@ def test_a_spool_directory_belongs_to_one_store(tmp_path: Path) -> None:
     assert [r.request_id for r in staging.select(ValidationRow)] == ["staging-1"]
 
 
-def test_a_second_execution_with_another_outcome_is_reported(
+def test_a_second_execution_with_another_outcome_is_recorded_not_dropped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
@@ -203,14 +203,21 @@ def test_a_second_execution_with_another_outcome_is_reported(
         request_id="again", status="FAILED", validation_status="FAILED",
         generation_status="FAILED", failure_reason="UNCITED_FACTUAL_STATEMENT",
     )  # fmt: skip
-    store.record(failed, query_row(request_id="again"))
+    failed_query = query_row(
+        request_id="again", status="FAILED", failure_reason="UNCITED_FACTUAL_STATEMENT"
+    )
+    store.record(failed, failed_query)
     store.flush()
     with caplog.at_level(logging.WARNING, logger="groundlock.audit"):
         store.record(validation_row(request_id="again"), query_row(request_id="again"))
-        store.record(failed, query_row(request_id="again"))  # the same outcome: silent
+        store.record(failed, failed_query)  # the first outcome again: idempotent, silent
+        store.record(validation_row(request_id="again"), query_row(request_id="again"))
         store.flush()
-    assert [r.status for r in store.select(ValidationRow)] == ["FAILED"]
-    assert caplog.text.count("executed again with another outcome") == 1
+    rerun = f"run-1~{outcome('OK', None)[:16]}"
+    validations = {(r.run_id, r.status) for r in store.select(ValidationRow)}
+    assert validations == {("run-1", "FAILED"), (rerun, "OK")}
+    assert {(r.run_id, r.status) for r in store.select(QueryRow)} == validations
+    assert caplog.text.count("executed again with another outcome") == 2  # (one per table)
     store.close()
 
 
