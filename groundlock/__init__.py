@@ -44,7 +44,7 @@ from groundlock.core.retrieval import AccessPolicy, Principal, ScoreNormalizatio
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
 from groundlock.prompts import PromptTemplateError, load_template
-from groundlock.providers import ExtractiveChatModel, ModelPinningError
+from groundlock.providers import ExtractiveChatModel, ModelPinningError, ProviderUnavailableError
 from groundlock.runnables import (
     AssembleEvidence,
     BuildPrompt,
@@ -99,6 +99,7 @@ __all__ = [
     "PromptMessage",
     "PromptTemplateError",
     "PromptTokenAccount",
+    "ProviderUnavailableError",
     "PublicCitation",
     "PublicResponse",
     "QueryRow",

@@ -309,8 +309,8 @@ def _read_json(path: Path | None) -> object:
         return json.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise _UsageError(f"cannot read {path or 'stdin'}: {type(exc).__name__}") from None
-    except ValueError as exc:
-        raise _UsageError(f"{path or 'stdin'} is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # (RecursionError: nested too deep)
+        raise _UsageError(f"{path or 'stdin'} is not JSON: {type(exc).__name__}") from None
 
 
 def _chain_for(args: argparse.Namespace, model: BaseChatModel | None = None) -> GroundedAnswerChain:
@@ -376,7 +376,7 @@ def _ask_batch(args: argparse.Namespace) -> int:
         if line.strip():
             try:
                 bundles.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise _UsageError(f"{args.batch}:{number} is not JSON") from None
     chain = _chain_for(args)
     results: list[Any] = [None] * len(bundles)
@@ -482,6 +482,9 @@ def _serve(args: argparse.Namespace) -> int:
         ServeLimits.from_env()  # a bad limit is a usage error here, not in every worker
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
+    # So is a model or policy that cannot be built: tried once here, without the store
+    # (delta-rs must not start before the fork).
+    _chain_for(argparse.Namespace(model=args.model, policy=args.policy, store=None))
     uvicorn.run(
         "groundlock.serve.app:app_from_env",
         factory=True,

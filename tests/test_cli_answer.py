@@ -94,3 +94,45 @@ def test_validate_judges_an_existing_answer_without_a_model(
     missing = str(tmp_path / "none.txt")
     assert _run(capsys, "validate", "--bundle", bundle, "--answer-file", missing)[0] == 2
     assert _run(capsys, "validate", "--bundle", bundle)[0] == 2
+
+
+def test_a_provider_that_cannot_be_built_is_a_usage_error_naming_the_cause(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_ADMIN_KEY", raising=False)
+    code, out, err = _run(
+        capsys, "ask", "--model", "openai:gpt-4.1-mini", "--bundle", str(SAMPLE_BUNDLE_PATH)
+    )
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert "ProviderUnavailableError" in err
+    assert "OPENAI_API_KEY" in err  # the cause, in the SDK's words
+    code, _, err = _run(
+        capsys, "ask", "--model", "anthropic:claude-x", "--bundle", str(SAMPLE_BUNDLE_PATH)
+    )
+    assert code == 2
+    assert "integration package is not installed" in err
+
+
+def test_the_library_raises_its_own_error_for_a_provider_without_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from groundlock import ProviderUnavailableError, grounded_answer_chain  # noqa: PLC0415
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_ADMIN_KEY", raising=False)
+    with pytest.raises(ProviderUnavailableError, match="OpenAIError"):
+        grounded_answer_chain(model="openai:gpt-4.1-mini")
+
+
+@pytest.mark.parametrize("option", ["--bundle", "--batch"])
+def test_json_nested_too_deep_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = _write(tmp_path, "deep.json", deep)
+    code, out, err = _run(capsys, "ask", option, path)
+    assert (code, out) == (2, "")
+    assert "is not JSON" in err
+    assert "Traceback" not in err

@@ -3,7 +3,18 @@
 Also home of the offline, deterministic ``ExtractiveChatModel``.
 """
 
-from groundlock.providers.chat import ModelPinningError, pin_model, read_reply
+from groundlock.providers.chat import (
+    ModelPinningError,
+    ProviderUnavailableError,
+    pin_model,
+    read_reply,
+)
 from groundlock.providers.extractive import ExtractiveChatModel
 
-__all__ = ["ExtractiveChatModel", "ModelPinningError", "pin_model", "read_reply"]
+__all__ = [
+    "ExtractiveChatModel",
+    "ModelPinningError",
+    "ProviderUnavailableError",
+    "pin_model",
+    "read_reply",
+]

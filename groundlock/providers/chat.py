@@ -43,6 +43,14 @@ class ModelPinningError(GroundlockError):
     """The model cannot be pinned: it is wrapped, or a pinned setting does not stick."""
 
 
+class ProviderUnavailableError(GroundlockError):
+    """A ``provider:model`` string names a client that cannot be built here.
+
+    Its integration package is not installed, or its SDK refuses to start (no API key):
+    raised as this project's error, naming the cause, instead of the SDK's own exception.
+    """
+
+
 def pin_model(
     model: object, policy: Policy, *, allow_provider_storage: bool = False
 ) -> tuple[BaseChatModel, PinnedModel]:
@@ -79,8 +87,17 @@ def _from_spec(spec: str) -> BaseChatModel:
         defaults["use_responses_api"] = True  # the specs' choice for OpenAI itself
     try:
         model: BaseChatModel = init_chat_model(spec, **defaults)
-    except (ImportError, ValueError) as exc:
+    except ImportError as exc:
+        raise ProviderUnavailableError(
+            f"cannot build a chat model from {spec!r}: its integration package is not "
+            f"installed ({exc})"
+        ) from exc
+    except ValueError as exc:
         raise ModelPinningError(f"cannot build a chat model from {spec!r}: {exc}") from exc
+    except Exception as exc:  # the SDK's own (OpenAIError: no API key; an auth error ...)
+        raise ProviderUnavailableError(
+            f"cannot build a chat model from {spec!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     return model
 
 
