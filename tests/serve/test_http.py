@@ -3,6 +3,7 @@ the client, and two forked workers each writing audit rows (reliability notes T2
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,9 +19,10 @@ import pytest
 from langserve import RemoteRunnable
 
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
-from tests.builders import make_bundle
+from tests.builders import make_bundle, make_row
 
 KEY = "integration-key-0123456789"
+OTHER_KEY = "integration-key-of-another-one"
 
 
 def _free_port() -> int:
@@ -34,7 +36,8 @@ def _free_port() -> int:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     store = tmp_path_factory.mktemp("served") / "audit"
     port = _free_port()
-    environment = {**os.environ, "GROUNDLOCK_API_KEYS": f"tech-9:mechanic:{KEY}"}
+    keys = f"tech-9:mechanic:{KEY},tech-7:mechanic:{OTHER_KEY}"
+    environment = {**os.environ, "GROUNDLOCK_API_KEYS": keys}
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", str(port),
          "--workers", "2", "--store", str(store)],
@@ -137,3 +140,87 @@ def test_the_example_client_prints_a_cited_answer(served: tuple[str, Path]) -> N
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("OK")
     assert "[C0]" in result.stdout
+
+
+def _recorded(store: Path, request_id: str, count: int) -> list[ValidationRow]:
+    """The validation rows of ``request_id`` once ``count`` have landed (workers flush later)."""
+    audit = DeltaAuditStore(store)
+    deadline = time.monotonic() + 30
+    while True:
+        rows = [r for r in audit.select(ValidationRow) if r.request_id == request_id]
+        if len(rows) >= count or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.5)
+
+
+def test_two_keys_sending_the_same_ids_leave_two_records(served: tuple[str, Path]) -> None:
+    url, store = served
+    shared = {"request_id": "shared-1", "run_id": "run-1"}
+    refused = make_bundle([make_row(0, similarity=0.01)], **shared)
+    answered = make_bundle(**shared)
+    for key, bundle in ((KEY, refused), (OTHER_KEY, answered)):
+        with httpx.Client(timeout=10) as client:
+            response = client.post(
+                f"{url}/answer/invoke", json={"input": bundle}, headers={"X-API-Key": key}
+            )
+            assert response.status_code == 200
+    rows = _recorded(store, "shared-1", 2)
+    assert sorted((r.run_id, r.status) for r in rows) == [
+        ("tech-7:run-1", "OK"),
+        ("tech-9:run-1", "NO_EVIDENCE"),
+    ]
+
+
+def test_an_over_limit_batch_is_refused_at_once(served: tuple[str, Path]) -> None:
+    # The issue's attack: 4,000 tiny items took 21 s; refused now before anything runs.
+    url, _ = served
+    started = time.monotonic()
+    response = httpx.post(
+        f"{url}/answer/batch",
+        json={"inputs": [{"q": i} for i in range(4000)]},
+        headers={"X-API-Key": KEY},
+        timeout=10,
+    )
+    elapsed = time.monotonic() - started
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "BATCH_TOO_LARGE"
+    assert elapsed < 1.0, f"{elapsed:.2f} s"
+
+
+async def test_a_saturating_client_starves_neither_health_nor_other_clients(
+    served: tuple[str, Path],
+) -> None:
+    url, _ = served
+    batch = {"inputs": [make_bundle(request_id=f"flood-{i}") for i in range(16)]}
+    stop = asyncio.Event()
+    outcomes: list[int] = []
+
+    async def flood(client: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            response = await client.post(
+                f"{url}/answer/batch", json=batch, headers={"X-API-Key": OTHER_KEY}
+            )
+            outcomes.append(response.status_code)
+
+    limits = httpx.Limits(max_connections=100)
+    async with (
+        httpx.AsyncClient(timeout=60, limits=limits) as flooder,
+        httpx.AsyncClient(timeout=60) as other,
+    ):
+        floods = [asyncio.create_task(flood(flooder)) for _ in range(24)]
+        await asyncio.sleep(1.0)  # saturated: 24 maximal batches at a time
+        health = []
+        for _ in range(5):
+            started = time.monotonic()
+            assert (await other.get(f"{url}/health")).status_code == 200
+            health.append(time.monotonic() - started)
+        answer = await other.post(
+            f"{url}/answer/invoke",
+            json={"input": make_bundle(request_id="beside-the-flood")},
+            headers={"X-API-Key": KEY},
+        )
+        stop.set()
+        await asyncio.gather(*floods)
+    assert answer.json()["output"]["status"] == "OK"
+    assert max(health) < 2.0, health
+    assert 200 in outcomes  # the flood was served too, not merely refused
