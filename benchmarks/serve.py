@@ -1,6 +1,6 @@
 """The served chain over HTTP, beside a bare FastAPI endpoint, at 1, 8 and 64 clients.
 
-    python benchmarks/serve.py [--requests N]
+    python benchmarks/serve.py [--requests N] [--abusers N]
 
 Starts two uvicorn servers on loopback ports, one worker each: ``groundlock serve`` (the
 offline model, no audit store) and a bare FastAPI app whose one route returns a fixed JSON
@@ -8,6 +8,12 @@ body of about the same size. Each is driven by N requests at each concurrency wi
 (one async client, keep-alive), and requests/s, p50 and p99 are printed side by side.
 The bare endpoint is the floor of HTTP, JSON and uvicorn on this machine; the difference is
 the chain and LangServe. Figures come from one run; the machine is noisy.
+
+Then the abuse scenario: a third server (API keys on, the default :class:`ServeLimits`)
+answers 64 well-behaved clients alone, then again beside one abusive client that keeps
+``--abusers`` connections busy with maximal batches (16 bundles each) for the whole run.
+The well-behaved clients' p50 and p99 are printed for both runs, with the ratio of the
+p99s (target: at most 3x), and what the abuser got (served, 429, 503).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -46,12 +53,19 @@ def _port() -> int:
         return port
 
 
-def _start(command: list[str], url: str) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # noqa: S603
+def _start(
+    command: list[str], url: str, environment: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(  # noqa: S603
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(environment or {})},
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            httpx.post(f"{url}/answer/invoke", json={"input": BUNDLE}, timeout=5)
+            httpx.get(f"{url}/health", timeout=5)
         except httpx.TransportError:
             time.sleep(0.2)
             continue
@@ -60,7 +74,75 @@ def _start(command: list[str], url: str) -> subprocess.Popen[bytes]:
     raise SystemExit(f"server at {url} did not start")
 
 
-async def _drive(url: str, requests: int, clients: int) -> tuple[float, list[float]]:
+USER_KEY = "benchmark-user-key-0123456789"
+ABUSER_KEY = "benchmark-abuser-key-0123456"
+
+
+async def _abuse(url: str, connections: int, stop: asyncio.Event, outcomes: dict[int, int]) -> None:
+    """Maximal batches on ``connections`` connections until ``stop``."""
+    batch = {"inputs": [{**BUNDLE, "request_id": f"abuse-{i}"} for i in range(16)]}
+    limits = httpx.Limits(max_connections=connections)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def loop() -> None:
+            while not stop.is_set():
+                response = await client.post(
+                    "/answer/batch", json=batch, headers={"X-API-Key": ABUSER_KEY}
+                )
+                outcomes[response.status_code] = outcomes.get(response.status_code, 0) + 1
+                if response.status_code != 200:
+                    await asyncio.sleep(0.05)  # (a refused abuser retries at once, nearly)
+
+        await asyncio.gather(*(loop() for _ in range(connections)))
+
+
+async def _abused(url: str, requests: int, abusers: int) -> tuple[list[float], dict[int, int]]:
+    stop = asyncio.Event()
+    outcomes: dict[int, int] = {}
+    abuse = asyncio.create_task(_abuse(url, abusers, stop, outcomes))
+    await asyncio.sleep(1.0)  # the abuser is at full strength before the clients start
+    try:
+        _, latencies = await _drive(url, requests, 64, key=USER_KEY)
+    finally:
+        stop.set()
+        await abuse
+    return latencies, outcomes
+
+
+def _p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _abuse_scenario(requests: int, abusers: int) -> None:
+    port = _port()
+    url = f"http://127.0.0.1:{port}"
+    keys = f"users:clerk:{USER_KEY},abuser:clerk:{ABUSER_KEY}"
+    server = _start(
+        [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", str(port)],
+        url,
+        environment={"GROUNDLOCK_API_KEYS": keys},
+    )
+    try:
+        _, alone = asyncio.run(_drive(url, requests, 64, key=USER_KEY))
+        beside, outcomes = asyncio.run(_abused(url, requests, abusers))
+    finally:
+        server.terminate()
+        server.wait(30)
+    print()
+    print(f"abuse: 64 clients, {requests} requests, beside {abusers} connections of maximal")
+    print("batches from one other client (ms)")
+    print("                      p50       p99")
+    print(f" alone           {statistics.median(alone):8.2f}  {_p99(alone):8.2f}")
+    print(f" beside abuser   {statistics.median(beside):8.2f}  {_p99(beside):8.2f}")
+    print(f" p99 ratio       {_p99(beside) / _p99(alone):8.2f}x  (target at most 3x)")
+    got = ", ".join(f"HTTP {code}: {count}" for code, count in sorted(outcomes.items()))
+    print(f" the abuser's batches: {got}")
+
+
+async def _drive(
+    url: str, requests: int, clients: int, *, key: str | None = None
+) -> tuple[float, list[float]]:
     latencies: list[float] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
     for number in range(requests):
@@ -73,7 +155,8 @@ async def _drive(url: str, requests: int, clients: int) -> tuple[float, list[flo
                 number = queue.get_nowait()
                 body: dict[str, Any] = {"input": {**BUNDLE, "request_id": f"bench-{number}"}}
                 start = time.perf_counter()
-                response = await client.post("/answer/invoke", json=body)
+                headers = {"X-API-Key": key} if key else None
+                response = await client.post("/answer/invoke", json=body, headers=headers)
                 latencies.append((time.perf_counter() - start) * 1e3)
                 if response.status_code != 200:
                     raise SystemExit(f"{url}: HTTP {response.status_code}")
@@ -88,6 +171,7 @@ def main() -> None:
     """Start both servers, drive them, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--abusers", type=int, default=8, help="the abuser's connections")
     args = parser.parse_args()
     groundlock_port, bare_port = _port(), _port()
     bare_file = Path(__file__).with_name("_bare_app.py")
@@ -122,6 +206,7 @@ def main() -> None:
             server.terminate()
             server.wait(30)
         bare_file.unlink(missing_ok=True)
+    _abuse_scenario(args.requests, args.abusers)
 
 
 if __name__ == "__main__":
