@@ -33,7 +33,6 @@ __all__ = [
     "Identifier",
     "IsoDate",
     "NonNegativeFinite",
-    "Rank",
     "Similarity",
     "SourceReference",
 ]
@@ -45,9 +44,6 @@ Count = Annotated[int, Field(strict=True, ge=0, le=INT64_MAX)]
 """A non-negative integer of the input contract, bounded by what the audit trail stores: a
 larger one fails the input gate (``INPUT_SCHEMA_INVALID``) instead of the audit write after
 the model call."""
-
-Rank = Annotated[int, Field(strict=True, ge=-INT64_MAX - 1, le=INT64_MAX)]
-"""A retriever rank as given (R2 checks that ranks are exactly 0..n-1), within int64."""
 
 
 # Characters that would let a metadata value break out of an evidence header

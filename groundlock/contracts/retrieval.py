@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, StrictStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, StrictInt, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from groundlock.contracts._base import Contract
@@ -29,7 +29,6 @@ from groundlock.contracts._fields import (
     Identifier,
     IsoDate,
     NonNegativeFinite,
-    Rank,
     Similarity,
     SourceReference,
 )
@@ -45,8 +44,9 @@ class RetrievalRow(Contract):
 
     chunk_id: Identifier
     """Stable id of the chunk; anchors map to it one to one."""
-    rank: Rank
-    """Retriever rank; a bundle's ranks are exactly 0..n-1. Orders evidence and anchors."""
+    rank: StrictInt
+    """Retriever rank; a bundle's ranks are exactly 0..n-1 (RANK_INTEGRITY otherwise, however
+    large: unbounded here, never stored as given). Orders evidence and anchors."""
     similarity_score: Annotated[
         Similarity, Field(validation_alias=AliasChoices("similarity_score", "similarity"))
     ]
