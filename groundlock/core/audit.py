@@ -57,7 +57,7 @@ def audit_rows(
     shared["outcome_sha256"] = _outcome_sha256(
         summary["status"], summary["failure_reason"], answer, cited
     )
-    validation = ValidationRow.model_validate(
+    validation = ValidationRow.fitted(
         {
             **{name: summary[name] for name in _SUMMARY_COLUMNS},
             **shared,
@@ -83,7 +83,7 @@ def audit_rows(
         [(entry.rank, entry.chunk_id) for entry in selected]
         + [(row.rank, row.chunk_id) for row in dropped]
     )
-    query = QueryRow.model_validate(
+    query = QueryRow.fitted(
         {
             **shared,
             **{key: _text(metadata.get(key)) for key in REQUESTER_KEYS},

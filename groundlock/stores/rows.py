@@ -11,6 +11,7 @@ protocol past what ordinary Spark readers open).
 
 from __future__ import annotations
 
+import hashlib
 import types
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -70,9 +71,66 @@ class TableRow(BaseModel):
         """``(request_id, run_id)`` for a keyed table; None when the row has no key."""
         return None
 
+    @classmethod
+    def fitted(cls, data: dict[str, object]) -> Self:
+        """The row of ``data``, with every value cut to what its column holds.
+
+        A request's rows must be written whatever a provider reported: a model name or a
+        response id of 600 characters, a token count past int64, an answer past the text
+        bound. Such a value would fail the row and leave the request with no record at all;
+        here a string keeps its head and ends with ``…#`` and 12 hex digits of its sha256,
+        and a count too large to store becomes null (unknown). Values that fit are unchanged.
+        """
+        fitted = dict(data)
+        for name, field in cls.model_fields.items():
+            value = fitted.get(name)
+            annotation: object = field.annotation
+            if field.metadata:
+                annotation = Annotated[field.annotation, *field.metadata]
+            limit = _max_length(annotation)
+            nullable = type(None) in get_args(field.annotation)
+            if value == "" and nullable and _non_empty(annotation):
+                fitted[name] = None  # (an empty model name or response id: unknown)
+            elif isinstance(value, str) and limit is not None:
+                fitted[name] = _cut(value, limit)
+            elif isinstance(value, tuple) and limit is not None:
+                fitted[name] = tuple(_cut(v, limit) if isinstance(v, str) else v for v in value)
+            elif isinstance(value, int) and not isinstance(value, bool) and value > 2**63 - 1:
+                fitted[name] = None
+        return cls.model_validate(fitted)
+
     def outcome(self) -> tuple[object, ...]:
         """The values of :attr:`outcome_fields`."""
         return tuple(getattr(self, name) for name in self.outcome_fields)
+
+
+def _max_length(annotation: object) -> int | None:
+    """The max_length of the string constraints in an annotation (optional, or a tuple's)."""
+    if get_origin(annotation) is Annotated:
+        for item in get_args(annotation)[1:]:
+            if isinstance(item, StringConstraints) and item.max_length is not None:
+                return item.max_length
+    for argument in get_args(annotation):
+        found = _max_length(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _non_empty(annotation: object) -> bool:
+    """Whether the annotation's string constraints forbid the empty string."""
+    if get_origin(annotation) is Annotated:
+        for item in get_args(annotation)[1:]:
+            if isinstance(item, StringConstraints) and (item.min_length or 0) > 0:
+                return True
+    return any(_non_empty(argument) for argument in get_args(annotation))
+
+
+def _cut(value: str, limit: int) -> str:
+    if len(value) <= limit:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{value[: limit - 14]}…#{digest}"
 
 
 class _RequestRow(TableRow):
