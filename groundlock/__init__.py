@@ -9,6 +9,7 @@ prompt template.
 
 import logging
 
+from groundlock._version import __version__
 from groundlock.chains import GroundedAnswerChain, RetrievalFront, grounded_answer_chain
 from groundlock.contracts import (
     AnswerBundle,
@@ -54,16 +55,17 @@ from groundlock.runnables import (
     ValidateAnswer,
 )
 from groundlock.stores import (
+    AuditSink,
     AuditUnavailable,
     DeltaAuditStore,
     FeedbackRow,
+    MemoryAuditSink,
     QueryRow,
     ValidationRow,
 )
 
 logging.getLogger("groundlock").addHandler(logging.NullHandler())
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AccessPolicy",
@@ -73,6 +75,7 @@ __all__ = [
     "AssemblyStatus",
     "AssemblyTrace",
     "AttemptRecord",
+    "AuditSink",
     "AuditUnavailable",
     "BuildPrompt",
     "BuildStatus",
@@ -89,6 +92,7 @@ __all__ = [
     "GroundingMetrics",
     "GroundlockError",
     "LLMExecutionResult",
+    "MemoryAuditSink",
     "ModelPinningError",
     "PackageResponse",
     "PinnedModel",

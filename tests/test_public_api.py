@@ -22,7 +22,7 @@ EXPECTED = {
     "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
     "validate_answer", "GroundedAnswerChain", "AuditUnavailable", "DeltaAuditStore",
     "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
-    "RetrievalFront", "ScoreNormalization",
+    "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink",
 }  # fmt: skip
 
 

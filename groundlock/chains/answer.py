@@ -27,6 +27,7 @@ from groundlock.runnables.prompt import BuildPrompt
 from groundlock.runnables.record import RecordValidation
 from groundlock.runnables.validate import ValidateAnswer
 from groundlock.stores.delta import DeltaAuditStore
+from groundlock.stores.sink import AuditSink
 
 __all__ = ["CHAIN_NAME", "GroundedAnswerChain", "grounded_answer_chain"]
 
@@ -109,7 +110,7 @@ def grounded_answer_chain(
     model: BaseChatModel | str | None = None,
     policy: str | Policy = DEFAULT_POLICY,
     allow_provider_storage: bool = False,
-    store: DeltaAuditStore | str | os.PathLike[str] | None = None,
+    store: AuditSink | str | os.PathLike[str] | None = None,
     judge: BaseChatModel | str | Runnable[Any, Any] | None = None,
 ) -> GroundedAnswerChain:
     """A retrieval bundle in, a :class:`~groundlock.PublicResponse` out.
@@ -126,8 +127,9 @@ def grounded_answer_chain(
     ``{"verdict", "score"}``; R5 asks it about every cited sentence of an answer that passed
     the deterministic rules.
 
-    With a ``store`` (a :class:`~groundlock.DeltaAuditStore`, or a path or URI to open one
-    at), :class:`~groundlock.runnables.record.RecordValidation` runs between R5 and R6: every
+    With a ``store`` (any :class:`~groundlock.stores.AuditSink`, such as a
+    :class:`~groundlock.DeltaAuditStore`, or a path or URI to open a Delta store at),
+    :class:`~groundlock.runnables.record.RecordValidation` runs between R5 and R6: every
     request's validation and query rows are durable before its response is packaged, and a
     request whose rows cannot be made durable fails closed with ``AUDIT_WRITE_FAILED``.
 
@@ -156,7 +158,7 @@ def grounded_answer_chain(
         ValidateAnswer(policy=loaded, judge=judge),
     ]
     if store is not None:
-        audit = store if isinstance(store, DeltaAuditStore) else DeltaAuditStore(store)
+        audit = store if isinstance(store, AuditSink) else DeltaAuditStore(store)
         steps.append(RecordValidation(store=audit))
     steps.append(PackageResponse(policy=loaded))
     return GroundedAnswerChain(*steps, name=CHAIN_NAME)

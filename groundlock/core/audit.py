@@ -14,10 +14,10 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from groundlock.contracts.audit_rows import QueryRow, ValidationRow
 from groundlock.contracts.enums import ValidationStatus
 from groundlock.contracts.validation import FirewallFinding, ValidationResult
 from groundlock.core.package import package_response, request_summary
-from groundlock.stores.rows import QueryRow, ValidationRow
 
 __all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label"]
 

@@ -13,16 +13,17 @@ import logging
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 from typing_extensions import override
 
+from groundlock._version import __version__
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
 from groundlock.core.audit import audit_rows
 from groundlock.core.firewall import failed_validation
 from groundlock.core.intake import salvage_nested_request_id
 from groundlock.runnables._stage import Stage, coerce_input
-from groundlock.stores.delta import AuditUnavailable, DeltaAuditStore
+from groundlock.stores.sink import AuditSink, AuditUnavailable
 
 __all__ = ["RecordValidation"]
 
@@ -40,7 +41,16 @@ class RecordValidation(Stage[ValidationResult, ValidationResult]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     name: str | None = "R5.RecordValidation"
-    store: DeltaAuditStore
+    store: Any
+    """The :class:`~groundlock.stores.AuditSink` the rows go to (a Delta store by default)."""
+
+    @field_validator("store")
+    @classmethod
+    def _is_a_sink(cls, value: object) -> object:
+        if not isinstance(value, AuditSink):  # (pydantic reports a ValueError, not a TypeError)
+            message = "store must be an AuditSink (an object with record(validation, query))"
+            raise ValueError(message)  # noqa: TRY004
+        return value
 
     @override
     def _run(self, stage_input: object, config: RunnableConfig) -> ValidationResult:
@@ -56,8 +66,6 @@ class RecordValidation(Stage[ValidationResult, ValidationResult]):
         return await asyncio.to_thread(self._run, stage_input, config)
 
     def _record(self, result: ValidationResult, config: RunnableConfig) -> ValidationResult:
-        from groundlock import __version__  # noqa: PLC0415  (the package imports this module)
-
         metadata: Any = config.get("metadata") or {}
         validation, query = audit_rows(result, metadata, version=__version__)
         try:

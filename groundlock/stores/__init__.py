@@ -1,6 +1,19 @@
-"""The audit trail: Delta Lake tables of validations, queries and feedback."""
+"""The audit trail: where audit rows go (:class:`AuditSink`), and the Delta Lake store.
 
-from groundlock.stores.delta import AuditUnavailable, DeltaAuditStore
-from groundlock.stores.rows import FeedbackRow, QueryRow, ValidationRow
+The row models are the audit contract (:mod:`groundlock.contracts.audit_rows`), re-exported
+here for readers of the tables.
+"""
 
-__all__ = ["AuditUnavailable", "DeltaAuditStore", "FeedbackRow", "QueryRow", "ValidationRow"]
+from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, ValidationRow
+from groundlock.stores.delta import DeltaAuditStore
+from groundlock.stores.sink import AuditSink, AuditUnavailable, MemoryAuditSink
+
+__all__ = [
+    "AuditSink",
+    "AuditUnavailable",
+    "DeltaAuditStore",
+    "FeedbackRow",
+    "MemoryAuditSink",
+    "QueryRow",
+    "ValidationRow",
+]

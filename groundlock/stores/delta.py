@@ -44,14 +44,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundlock.stores.rows import (
-    FeedbackRow,
-    QueryRow,
-    TableRow,
-    ValidationRow,
-    arrow_schema,
-    to_arrow,
-)
+from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
+from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
     SpoolError,
     SpoolWriter,
@@ -86,10 +81,6 @@ _RECOVER_EVERY = 30.0
 """Seconds between looks for dead writers' segments, after the one at flusher start."""
 _RETRY = 5.0
 """Seconds between checks of an unavailable store (requests fail closed meanwhile)."""
-
-
-class AuditUnavailable(Exception):  # noqa: N818  (reads as the condition it reports)
-    """The audit trail cannot accept a row now; the message names no path or credential."""
 
 
 class SpoolEntry(BaseModel):
