@@ -9,10 +9,13 @@ prompt template.
 
 import logging
 
+from groundlock._caches import clear_caches
 from groundlock._version import __version__
-from groundlock.chains import GroundedAnswerChain, RetrievalFront, grounded_answer_chain
+from groundlock.chains import grounded_answer_chain
 from groundlock.contracts import (
     AnswerBundle,
+    Answered,
+    Assembled,
     AssemblyMetrics,
     AssemblyStatus,
     AssemblyTrace,
@@ -24,9 +27,12 @@ from groundlock.contracts import (
     FinishReason,
     GenerationStatus,
     GroundingMetrics,
+    Judged,
     LLMExecutionResult,
+    Outcome,
     PinnedModel,
     PromptBuildResult,
+    Prompted,
     PromptMessage,
     PromptTokenAccount,
     PublicCitation,
@@ -35,13 +41,14 @@ from groundlock.contracts import (
     RetrievalBundle,
     RetrievalRow,
     RetrievalStatus,
+    RunState,
     SelectedEvidence,
     TokenUsage,
     ValidationResult,
     ValidationStatus,
 )
 from groundlock.core import assemble, build_prompt, validate_answer
-from groundlock.core.retrieval import AccessPolicy, Principal, ScoreNormalization
+from groundlock.core.access import AccessPolicy, Principal, ScoreNormalization
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
 from groundlock.prompts import PromptTemplateError, load_template
@@ -52,6 +59,7 @@ from groundlock.runnables import (
     ExecuteModel,
     PackageResponse,
     RecordValidation,
+    RetrievalFront,
     ValidateAnswer,
 )
 from groundlock.stores import (
@@ -70,7 +78,9 @@ logging.getLogger("groundlock").addHandler(logging.NullHandler())
 __all__ = [
     "AccessPolicy",
     "AnswerBundle",
+    "Answered",
     "AssembleEvidence",
+    "Assembled",
     "AssemblyMetrics",
     "AssemblyStatus",
     "AssemblyTrace",
@@ -88,12 +98,13 @@ __all__ = [
     "FiltersApplied",
     "FinishReason",
     "GenerationStatus",
-    "GroundedAnswerChain",
     "GroundingMetrics",
     "GroundlockError",
+    "Judged",
     "LLMExecutionResult",
     "MemoryAuditSink",
     "ModelPinningError",
+    "Outcome",
     "PackageResponse",
     "PinnedModel",
     "Policy",
@@ -103,6 +114,7 @@ __all__ = [
     "PromptMessage",
     "PromptTemplateError",
     "PromptTokenAccount",
+    "Prompted",
     "ProviderUnavailableError",
     "PublicCitation",
     "PublicResponse",
@@ -113,6 +125,7 @@ __all__ = [
     "RetrievalFront",
     "RetrievalRow",
     "RetrievalStatus",
+    "RunState",
     "ScoreNormalization",
     "SelectedEvidence",
     "TokenUsage",
@@ -125,6 +138,7 @@ __all__ = [
     "assemble",
     "available_policies",
     "build_prompt",
+    "clear_caches",
     "grounded_answer_chain",
     "load_policy",
     "load_template",

@@ -73,6 +73,7 @@ class StageContract:
         assert stage.InputType is self.input_type
         assert stage.OutputType is self.output_type
         assert stage.get_input_jsonschema() == self.input_type.model_json_schema()
+        assert stage.get_output_jsonschema() == self.output_type.model_json_schema()
 
     def test_stage_is_a_named_run_for_tracing(self, stage, valid_inputs):
         handler = _RunNames()

@@ -20,9 +20,10 @@ EXPECTED = {
     "available_policies", "build_prompt", "load_policy", "load_template", "lock_policy",
     "GroundingMetrics", "PackageResponse", "PublicCitation", "PublicResponse", "TokenUsage",
     "ValidateAnswer", "ValidationResult", "ValidationStatus", "grounded_answer_chain",
-    "validate_answer", "GroundedAnswerChain", "AuditUnavailable", "DeltaAuditStore",
+    "validate_answer", "AuditUnavailable", "DeltaAuditStore",
     "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
-    "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink",
+    "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink", "Answered",
+    "Assembled", "Judged", "Outcome", "Prompted", "RunState", "clear_caches",
 }  # fmt: skip
 
 

@@ -1,12 +1,5 @@
-"""Composition: :func:`grounded_answer_chain`, and the retrieval front that feeds it."""
+"""Composition: :func:`grounded_answer_chain`, optionally fed by the retrieval front (R1)."""
 
-from groundlock.chains.answer import CHAIN_NAME, GroundedAnswerChain, grounded_answer_chain
-from groundlock.chains.retrieval import REQUEST_FIELDS, RetrievalFront
+from groundlock.chains.answer import CHAIN_NAME, grounded_answer_chain
 
-__all__ = [
-    "CHAIN_NAME",
-    "REQUEST_FIELDS",
-    "GroundedAnswerChain",
-    "RetrievalFront",
-    "grounded_answer_chain",
-]
+__all__ = ["CHAIN_NAME", "grounded_answer_chain"]

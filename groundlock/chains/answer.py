@@ -1,108 +1,30 @@
-"""``grounded_answer_chain``: the whole pipeline as one LCEL ``RunnableSequence``."""
+"""``grounded_answer_chain``: the whole pipeline as one plain LCEL ``RunnableSequence``."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, cast
+from typing import Any
 
-from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
-from langchain_core.runnables.config import (
-    ensure_config,
-    get_async_callback_manager_for_config,
-    get_callback_manager_for_config,
-)
-from typing_extensions import override
+from langchain_core.runnables import Runnable, RunnableSequence
 
-from groundlock.contracts.response import PublicResponse
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import Policy
 from groundlock.providers.extractive import ExtractiveChatModel
-from groundlock.runnables._stage import AsyncQuietCallbackManager, QuietCallbackManager, Stage
 from groundlock.runnables.assemble import AssembleEvidence
 from groundlock.runnables.execute import ExecuteModel
 from groundlock.runnables.package import PackageResponse
 from groundlock.runnables.prompt import BuildPrompt
 from groundlock.runnables.record import RecordValidation
+from groundlock.runnables.retrieve import RetrievalFront
 from groundlock.runnables.validate import ValidateAnswer
 from groundlock.stores.delta import DeltaAuditStore
 from groundlock.stores.sink import AuditSink
 
-__all__ = ["CHAIN_NAME", "GroundedAnswerChain", "grounded_answer_chain"]
+__all__ = ["CHAIN_NAME", "grounded_answer_chain"]
 
 CHAIN_NAME = "groundlock.grounded_answer"
 """The run name of the whole chain in traces."""
-
-
-class GroundedAnswerChain(RunnableSequence[Any, PublicResponse]):
-    """The stages as one ``RunnableSequence`` that opens no run nobody would see.
-
-    With any callback handler (a ``callbacks=[...]`` argument, LangSmith tracing,
-    ``collect_runs``, debug output, or handlers set on the model itself) ``invoke`` and
-    ``ainvoke`` are exactly ``RunnableSequence``'s: the chain and each stage are runs with
-    their metadata. With none, ``RunnableSequence`` would still build a child callback
-    manager, copy the config and (async) schedule a task for every step, about 80 us a step,
-    to report to no one; here the steps are called in turn instead. ``batch`` and ``stream``
-    are inherited unchanged.
-    """
-
-    def __init__(self, *steps: Runnable[Any, Any], name: str | None = None) -> None:
-        super().__init__(*steps, name=name)
-
-    def _traced(self, chain_input: object, config: RunnableConfig) -> RunnableConfig:
-        # The chain's own run carries the request's id and the policy, like its stages, so
-        # a trace can be found by request_id from the top.
-        first = self.first
-        metadata = first.trace_metadata(chain_input) if isinstance(first, Stage) else {}
-        return {**config, "metadata": {**config.get("metadata", {}), **metadata}}
-
-    def _observed(self, manager: BaseCallbackManager) -> bool:
-        # A model built with callbacks=[...] is observed too: its handler expects the stage
-        # runs as parents and their metadata, so the chain keeps every run open.
-        return bool(
-            manager.handlers
-            or manager.inheritable_handlers
-            or any(isinstance(s, Stage) and s.has_own_callbacks for s in self.steps)
-        )
-
-    @override
-    def invoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> PublicResponse:
-        config = ensure_config(config)
-        manager = get_callback_manager_for_config(config)
-        if self._observed(manager):
-            return super().invoke(input, self._traced(input, config), **kwargs)
-        quiet = _quiet(config, QuietCallbackManager(handlers=[]))
-        for step in self.steps:
-            input = step.invoke(input, quiet)
-        return cast("PublicResponse", input)
-
-    @override
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> PublicResponse:
-        config = ensure_config(config)
-        manager = get_async_callback_manager_for_config(config)
-        if self._observed(manager):
-            return await super().ainvoke(input, self._traced(input, config), **kwargs)
-        quiet = _quiet(config, AsyncQuietCallbackManager(handlers=[]))
-        for step in self.steps:
-            input = await step.ainvoke(input, quiet)
-        return cast("PublicResponse", input)
-
-
-def _quiet(config: RunnableConfig, manager: BaseCallbackManager) -> RunnableConfig:
-    """``patch_config(config, callbacks=manager)`` without its second ``ensure_config``.
-
-    The steps get the (empty) manager; the chain's own run name and id stay with the chain.
-    """
-    quiet = config.copy()
-    quiet["callbacks"] = manager
-    quiet.pop("run_name", None)
-    quiet.pop("run_id", None)
-    return quiet
 
 
 def grounded_answer_chain(
@@ -112,14 +34,21 @@ def grounded_answer_chain(
     allow_provider_storage: bool = False,
     store: AuditSink | str | os.PathLike[str] | None = None,
     judge: BaseChatModel | str | Runnable[Any, Any] | None = None,
-) -> GroundedAnswerChain:
-    """A retrieval bundle in, a :class:`~groundlock.PublicResponse` out.
+    front: RetrievalFront | None = None,
+) -> RunnableSequence[Any, Any]:
+    """A retrieval bundle in (or, with a ``front``, a question), a public response out.
 
     ``model`` is any LangChain chat model or a ``provider:model`` string, pinned at
     construction (by default the offline :class:`ExtractiveChatModel`); ``policy`` a
     version name or a loaded :class:`Policy`, shared by every stage. The chain is
-    R2 | R3 | R4 | R5 | R6: each stage a named run, a non-OK status passed through without
-    work, and nothing returned, streamed or logged before R5 has validated the answer.
+    R2 | R3 | R4 | R5 | R6, a plain ``RunnableSequence``: each stage a named run, one run
+    state passed from stage to stage (:mod:`groundlock.contracts.state`), a non-OK outcome
+    passed through without work, and nothing returned, streamed or logged before R5 has
+    validated the answer; R6 returns the :class:`~groundlock.PublicResponse`.
+
+    With a ``front`` (a :class:`~groundlock.RetrievalFront`), R1 comes first: the chain
+    takes a question (a string or a request mapping), and the front checks it under the
+    chain's policy.
 
     A policy that names a ``support_judge`` (``R2_POLICY_V2_JUDGED``) needs a ``judge``: a
     chat model or ``provider:model`` string (pinned like the answering model, given the
@@ -141,7 +70,13 @@ def grounded_answer_chain(
     'INPUT_SCHEMA_INVALID'
     """
     loaded = load_policy(policy) if isinstance(policy, str) else policy
-    steps: list[Runnable[Any, Any]] = [
+    steps: list[Runnable[Any, Any]] = []
+    if front is not None:
+        # The front's gates (question limits and token budget) must be the chain's.
+        steps.append(
+            front if front.policy == loaded else front.model_copy(update={"policy": loaded})
+        )
+    steps += [
         AssembleEvidence(policy=loaded),
         BuildPrompt(policy=loaded),
         ExecuteModel.model_validate(
@@ -159,6 +94,6 @@ def grounded_answer_chain(
     ]
     if store is not None:
         audit = store if isinstance(store, AuditSink) else DeltaAuditStore(store)
-        steps.append(RecordValidation(store=audit))
+        steps.append(RecordValidation(store=audit, policy=loaded))
     steps.append(PackageResponse(policy=loaded))
-    return GroundedAnswerChain(*steps, name=CHAIN_NAME)
+    return RunnableSequence(*steps, name=CHAIN_NAME)

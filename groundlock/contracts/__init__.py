@@ -25,11 +25,14 @@ from groundlock.contracts.prompt import PromptBuildResult, PromptMessage, Prompt
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, DropReason, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.contracts.state import Answered, Assembled, Judged, Outcome, Prompted, RunState
 from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 
 __all__ = [
     "CLIENT_INPUT_REASONS",
     "AnswerBundle",
+    "Answered",
+    "Assembled",
     "AssemblyMetrics",
     "AssemblyStatus",
     "AssemblyThresholds",
@@ -42,17 +45,21 @@ __all__ = [
     "FinishReason",
     "GenerationStatus",
     "GroundingMetrics",
+    "Judged",
     "LLMExecutionResult",
+    "Outcome",
     "PinnedModel",
     "PromptBuildResult",
     "PromptMessage",
     "PromptTokenAccount",
+    "Prompted",
     "PublicCitation",
     "PublicResponse",
     "ReasonCode",
     "RetrievalBundle",
     "RetrievalRow",
     "RetrievalStatus",
+    "RunState",
     "SelectedEvidence",
     "TokenUsage",
     "ValidationResult",

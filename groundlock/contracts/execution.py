@@ -7,8 +7,7 @@ from typing import Literal
 from pydantic import NonNegativeFloat, NonNegativeInt
 
 from groundlock.contracts._base import Contract
-from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStatus
-from groundlock.contracts.prompt import PromptBuildResult
+from groundlock.contracts.enums import FinishReason, GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 
 __all__ = ["AttemptRecord", "LLMExecutionResult", "PinnedModel"]
@@ -57,7 +56,7 @@ class AttemptRecord(Contract):
 
 
 class LLMExecutionResult(Contract):
-    """R4's output (``001`` R3 telemetry), carrying the prompt result on to R5."""
+    """R4's section of the run state (``001`` R3 telemetry): the model's text and the call."""
 
     generation_status: GenerationStatus
     reason_code: ReasonCode | None
@@ -75,23 +74,14 @@ class LLMExecutionResult(Contract):
     total_tokens_actual: NonNegativeInt | None
     response_id: str | None
     """The provider's id for the response (``resp_…`` / ``chatcmpl-…``), for audit."""
-    pinned: PinnedModel
-    prompt: PromptBuildResult
+    pinned: PinnedModel | None
+    """The model R4 pinned; None only where no R4 ran for the request (a later stage was
+    invoked on its own with input that was no run state)."""
 
     @property
-    def request_id(self) -> str | None:
-        """The request this execution answers."""
-        return self.prompt.request_id
-
-    @property
-    def model_name(self) -> str:
+    def model_name(self) -> str | None:
         """The pinned model identity (``001`` R3 telemetry)."""
-        return self.pinned.model_name
-
-    @property
-    def prompt_sha256(self) -> str | None:
-        """The hash of the bytes sent (``001`` R3 telemetry)."""
-        return self.prompt.prompt_sha256
+        return self.pinned.model_name if self.pinned is not None else None
 
     @property
     def attempt_count(self) -> int:
@@ -103,7 +93,5 @@ class LLMExecutionResult(Contract):
             raise ValueError("a FAILED execution needs a reason_code")
         if self.generation_status is not GenerationStatus.FAILED and self.reason_code:
             raise ValueError("only a FAILED execution has a reason_code")
-        if self.prompt.build_status is not BuildStatus.OK and self.attempts:
-            raise ValueError("a prompt that was not built must never reach the model")
         if [a.number for a in self.attempts] != list(range(1, len(self.attempts) + 1)):
             raise ValueError("attempts are numbered 1, 2, ... in order")

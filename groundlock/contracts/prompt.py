@@ -10,15 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import NonNegativeInt
 
+from groundlock._caches import memoized
 from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
-from groundlock.contracts.assembly import AnswerBundle
-from groundlock.contracts.enums import AssemblyStatus, BuildStatus
+from groundlock.contracts.enums import BuildStatus
 from groundlock.contracts.reasons import ReasonCode
 
 __all__ = [
@@ -47,7 +46,7 @@ def canonical_prompt_bytes(messages: Iterable[tuple[str, str]]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-@lru_cache(maxsize=64)
+@memoized(64)
 def prompt_digest(messages: tuple[tuple[str, str], ...]) -> tuple[bytes, str]:
     """The canonical bytes of ``messages`` and their sha256 hex digest.
 
@@ -95,7 +94,11 @@ class PromptTokenAccount(Contract):
 
 
 class PromptBuildResult(Contract):
-    """R3's output, carrying the (possibly pruned) AnswerBundle on to later stages."""
+    """R3's section of the run state: the exact prompt, or why there is none.
+
+    The evidence the prompt holds is the state's ``bundle`` (R3 replaces it with the pruned
+    one when PB4 drops entries to fit the budget).
+    """
 
     build_status: BuildStatus
     reason_code: ReasonCode | None
@@ -112,13 +115,6 @@ class PromptBuildResult(Contract):
     tokens: PromptTokenAccount | None
     pruned_chunk_count: NonNegativeInt
     """Chunks PB4 dropped (lowest rank first) to fit max_total_prompt_tokens."""
-    bundle: AnswerBundle
-    """The evidence the prompt actually holds: R5 validates anchors against it."""
-
-    @property
-    def request_id(self) -> str | None:
-        """The request this prompt answers (the bundle's)."""
-        return self.bundle.request_id
 
     @cached_property
     def prompt_bytes(self) -> bytes:
@@ -136,8 +132,6 @@ class PromptBuildResult(Contract):
             raise ValueError("an OK prompt has token accounting and no reason_code")
         if [m.role for m in self.messages] != ["system", "user"]:
             raise ValueError("an OK prompt is one system message then one user message")
-        if self.bundle.assembly_status is not AssemblyStatus.OK:
-            raise ValueError("an OK prompt needs an OK AnswerBundle")
         pairs = tuple((m.role, m.content) for m in self.messages)
         if prompt_digest(pairs)[1] != self.prompt_sha256:
             raise ValueError("prompt_sha256 must be the sha256 of prompt_bytes")

@@ -1,4 +1,4 @@
-"""The R5 output contract: the validator's verdict, its grounding metrics, and the run so far.
+"""The R5 output contract: the validator's verdict and its grounding metrics.
 
 The verdict is accept-or-reject: ``validated_answer_text`` is the model's text unchanged, or
 empty. The invariants below make a half-verdict unbuildable: a PASSED result has no failure
@@ -13,7 +13,6 @@ from pydantic import Field, NonNegativeInt
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
-from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 
 __all__ = ["FirewallFinding", "GroundingMetrics", "JudgeRecord", "JudgeVerdict", "ValidationResult"]
@@ -109,7 +108,7 @@ class JudgeRecord(Contract):
 
 
 class ValidationResult(Contract):
-    """R5's output (the frozen schema of ``000`` R5), carrying the execution on to R6."""
+    """R5's section of the run state (the frozen schema of ``000`` R5): the verdict."""
 
     request_id: str | None
     generation_status: GenerationStatus
@@ -136,33 +135,22 @@ class ValidationResult(Contract):
     judge: JudgeRecord | None = None
     """The support judge's record, when the policy names one and it ran (on answers that
     passed every deterministic rule)."""
-    execution: LLMExecutionResult | None
-    """What was validated; None only when R5 received something that was not an execution
-    result at all (a stage invoked on its own with bad data)."""
-
-    @property
-    def prompt_sha256(self) -> str | None:
-        """The hash of the prompt the answer replies to (None when no prompt was built)."""
-        return self.execution.prompt_sha256 if self.execution is not None else None
 
     def _check(self) -> None:
-        if self.execution is not None and self.request_id != self.execution.request_id:
-            raise ValueError("request_id must be the execution's request_id")
         if self.validation_status is ValidationStatus.FAILED:
             if self.failure_reason is None or self.generation_status is not GenerationStatus.FAILED:
                 raise ValueError("a FAILED validation has a failure_reason and FAILED status")
             if self.validated_answer_text or self.validated_citations:
                 raise ValueError("a FAILED validation passes no text and no citations on")
             return
-        if self.failure_reason is not None or self.execution is None:
-            raise ValueError("a PASSED validation has an execution and no failure_reason")
+        if self.failure_reason is not None:
+            raise ValueError("a PASSED validation has no failure_reason")
         if self.generation_status is GenerationStatus.FAILED:
             raise ValueError("a PASSED validation is OK or NO_EVIDENCE")
         if self.generation_status is GenerationStatus.NO_EVIDENCE:
             if self.validated_citations:
                 raise ValueError("a refusal cites nothing")
             return
-        allowed = set(self.execution.prompt.bundle.allowed_anchors)
         citations = self.validated_citations
-        if not citations or len(set(citations)) != len(citations) or not allowed >= set(citations):
-            raise ValueError("an OK answer cites distinct anchors of its own bundle")
+        if not citations or len(set(citations)) != len(citations):
+            raise ValueError("an OK answer cites distinct anchors")

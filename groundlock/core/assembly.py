@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from groundlock._caches import WeightedLRU
 from groundlock.contracts.assembly import (
     AnswerBundle,
     AssemblyMetrics,
@@ -49,7 +50,6 @@ from groundlock.core.firewall.injection import addresses_the_model
 from groundlock.core.firewall.ruleset import load_ruleset
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
-from groundlock.text._cache import WeightedLRU
 from groundlock.text.overlap import covered_fraction, shingle_set, shingles
 from groundlock.text.sanitize import SanitizedText, safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter

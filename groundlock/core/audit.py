@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from groundlock.contracts.audit_rows import QueryRow, ValidationRow
 from groundlock.contracts.enums import ValidationStatus
+from groundlock.contracts.state import Judged
 from groundlock.contracts.validation import FirewallFinding, ValidationResult
 from groundlock.core.package import package_response, request_summary
 
@@ -28,16 +29,18 @@ _MAX_METADATA = 512
 
 
 def audit_rows(
-    result: ValidationResult, metadata: Mapping[str, object], *, version: str
+    state: Judged, metadata: Mapping[str, object], *, version: str
 ) -> tuple[ValidationRow, QueryRow]:
-    """The validation and query rows of ``result``, stamped now."""
-    response = package_response(result)
-    summary = request_summary(result, response)
-    execution = result.execution
-    prompt = execution.prompt if execution is not None else None
-    bundle = prompt.bundle if prompt is not None else None
-    trace = bundle.trace if bundle is not None else None
-    metrics = result.grounding_metrics
+    """The validation and query rows of ``state``, stamped now."""
+    response = package_response(state)
+    summary = request_summary(state, response)
+    bundle, prompt, execution, result = (
+        state.bundle,
+        state.prompt,
+        state.execution,
+        state.validation,
+    )
+    trace, metrics = bundle.trace, result.grounding_metrics
     now = datetime.now(UTC)
     shared = {
         # A random id per request; the two rows live in different tables.
@@ -50,7 +53,7 @@ def audit_rows(
         "latency_ms": float(summary["latency_ms"]),
     }
     passed = result.validation_status is ValidationStatus.PASSED
-    selected = bundle.selected_evidence if bundle is not None else ()
+    selected = bundle.selected_evidence
     by_anchor = {entry.anchor: entry.chunk_id for entry in selected}
     cited = tuple(by_anchor[a] for a in result.validated_citations if a in by_anchor)
     answer = result.validated_answer_text if passed else None
@@ -66,19 +69,17 @@ def audit_rows(
             "suspicious_new_ids": metrics.suspicious_new_ids,
             "validated_citations": result.validated_citations,
             "validated_answer_text": answer,
-            "model_provider": execution.pinned.provider if execution else None,
-            "template_sha256": prompt.template_sha256 if prompt else None,
+            "model_provider": execution.pinned.provider if execution.pinned else None,
+            "template_sha256": prompt.template_sha256,
             "groundlock_version": version,
             "firewall_ruleset": result.firewall_ruleset,
             "firewall_ruleset_sha256": result.firewall_ruleset_sha256,
             "firewall_findings": tuple(finding_label(f) for f in result.findings),
             **_judge_columns(result),
-            "instruction_anchors": bundle.metrics.instruction_anchors
-            if bundle and bundle.metrics
-            else None,
+            "instruction_anchors": bundle.metrics.instruction_anchors if bundle.metrics else None,
         }
     )
-    dropped = bundle.metrics.dropped_rows if bundle and bundle.metrics else ()
+    dropped = bundle.metrics.dropped_rows if bundle.metrics else ()
     ranked = sorted(
         [(entry.rank, entry.chunk_id) for entry in selected]
         + [(row.rank, row.chunk_id) for row in dropped]
@@ -93,11 +94,11 @@ def audit_rows(
             or summary["retrieval_strategy"],
             "score_normalization": summary["score_normalization"],
             "access_denied_count": summary["access_denied_count"],
-            "top_k": trace.retrieval_top_k if trace else None,
+            "top_k": trace.retrieval_top_k,
             "retrieved_chunk_ids": tuple(chunk_id for _, chunk_id in ranked),
             "selected_chunk_ids": tuple(entry.chunk_id for entry in selected),
             "cited_chunk_ids": cited,
-            "retrieval_latency_ms": trace.retrieval_latency_ms if trace else None,
+            "retrieval_latency_ms": trace.retrieval_latency_ms,
         }
     )
     return validation, query

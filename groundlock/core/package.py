@@ -17,7 +17,7 @@ from typing import Any
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
-from groundlock.contracts.validation import ValidationResult
+from groundlock.contracts.state import Judged
 
 __all__ = ["NO_USAGE", "failed_response", "package_response", "request_summary"]
 
@@ -25,10 +25,10 @@ NO_USAGE = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
 """Usage of a request that never reached a model."""
 
 
-def package_response(result: ValidationResult) -> PublicResponse:
-    """The public response for ``result``; nothing but validated, public data leaves."""
-    execution = result.execution
-    if execution is None or not execution.attempts:
+def package_response(state: Judged) -> PublicResponse:
+    """The public response for ``state``; nothing but validated, public data leaves."""
+    result, execution = state.validation, state.execution
+    if not execution.attempts:
         usage = NO_USAGE
     else:
         usage = TokenUsage(
@@ -36,19 +36,15 @@ def package_response(result: ValidationResult) -> PublicResponse:
             completion_tokens=execution.completion_tokens_actual,
             total_tokens=execution.total_tokens_actual,
         )
-    latency = execution.llm_latency_ms if execution is not None else 0.0
+    latency = execution.llm_latency_ms
     if result.validation_status is not ValidationStatus.PASSED:
         reason = result.failure_reason or ReasonCode.INTERNAL_ERROR
         return failed_response(
-            result.request_id,
-            reason,
-            result.message,
-            usage=usage,
-            latency_ms=latency,
+            state.request_id, reason, result.message, usage=usage, latency_ms=latency
         )
     citations: tuple[PublicCitation, ...] = ()
-    if result.generation_status is GenerationStatus.OK and execution is not None:
-        entries = {e.anchor: e for e in execution.prompt.bundle.selected_evidence}
+    if result.generation_status is GenerationStatus.OK:
+        entries = {e.anchor: e for e in state.bundle.selected_evidence}
         citations = tuple(
             PublicCitation(
                 anchor=anchor,
@@ -61,7 +57,7 @@ def package_response(result: ValidationResult) -> PublicResponse:
             if anchor in entries
         )
     return PublicResponse(
-        request_id=result.request_id,
+        request_id=state.request_id,
         status=result.generation_status,
         answer=result.validated_answer_text,
         citations=citations,
@@ -93,50 +89,79 @@ def failed_response(
     )
 
 
-def request_summary(result: ValidationResult | None, response: PublicResponse) -> dict[str, Any]:
-    """The structured debug record of one request (``000`` observability minimum set)."""
-    execution = result.execution if result is not None else None
-    prompt = execution.prompt if execution is not None else None
-    bundle = prompt.bundle if prompt is not None else None
-    trace = bundle.trace if bundle is not None else None
-    metrics = result.grounding_metrics if result is not None else None
+def request_summary(state: Judged | None, response: PublicResponse) -> dict[str, Any]:
+    """The structured debug record of one request (``000`` observability minimum set).
+
+    ``state`` is None only when R6 received no run state at all.
+    """
+    if state is None:
+        return {**_EMPTY_SUMMARY, **_response_fields(response)}
+    bundle, prompt, execution, result = (
+        state.bundle,
+        state.prompt,
+        state.execution,
+        state.validation,
+    )
+    trace, metrics = bundle.trace, result.grounding_metrics
     return {
         "request_id": response.request_id,
-        "run_id": trace.run_id if trace else None,
+        "run_id": state.run_id,
+        "assembly_status": bundle.assembly_status.value,
+        "assembly_reason": bundle.reason_code.value if bundle.reason_code else None,
+        "generation_status": result.generation_status.value,
+        "validation_status": result.validation_status.value,
+        "policy_version": state.policy_version,
+        "policy_sha256": state.policy_sha256,
+        "index_version": trace.index_version,
+        "embedding_model": trace.embedding_model,
+        "retrieval_strategy": trace.retrieval_strategy,
+        "score_normalization": trace.score_normalization,
+        "access_denied_count": trace.access_denied_count,
+        "template_version": prompt.template_version,
+        "prompt_sha256": prompt.prompt_sha256,
+        "model_name": execution.model_name,
+        "reported_model_name": execution.reported_model_name,
+        "response_id": execution.response_id,
+        "finish_reason": execution.finish_reason.value,
+        "attempts": len(execution.attempts),
+        **_response_fields(response),
+        "retrieved_k": bundle.metrics.retrieved_k if bundle.metrics else None,
+        "selected_k": len(bundle.selected_evidence),
+        "citation_count": metrics.citation_count,
+        "uncited_sentence_count": metrics.uncited_sentence_count,
+        "invalid_anchor_count": metrics.invalid_anchor_count,
+        "malformed_anchor_count": metrics.malformed_anchor_count,
+        "suspicious_new_id_count": len(metrics.suspicious_new_ids),
+        "refusal_detected": metrics.refusal_detected,
+        "length_ratio_flag": metrics.length_ratio_flag,
+        "firewall_ruleset": result.firewall_ruleset,
+        "firewall_ruleset_sha256": result.firewall_ruleset_sha256,
+        "flagged": sorted({f.rule for f in result.findings if f.mode == "flag"}),
+    }
+
+
+def _response_fields(response: PublicResponse) -> dict[str, Any]:
+    return {
         "status": response.status.value,
         "failure_reason": response.failure_reason.value if response.failure_reason else None,
-        "assembly_status": bundle.assembly_status.value if bundle else None,
-        "assembly_reason": bundle.reason_code.value if bundle and bundle.reason_code else None,
-        "generation_status": result.generation_status.value if result else None,
-        "validation_status": result.validation_status.value if result else None,
-        "policy_version": trace.policy_version if trace else None,
-        "policy_sha256": trace.policy_sha256 if trace else None,
-        "index_version": trace.index_version if trace else None,
-        "embedding_model": trace.embedding_model if trace else None,
-        "retrieval_strategy": trace.retrieval_strategy if trace else None,
-        "score_normalization": trace.score_normalization if trace else None,
-        "access_denied_count": trace.access_denied_count if trace else None,
-        "template_version": prompt.template_version if prompt else None,
-        "prompt_sha256": prompt.prompt_sha256 if prompt else None,
-        "model_name": execution.model_name if execution else None,
-        "reported_model_name": execution.reported_model_name if execution else None,
-        "response_id": execution.response_id if execution else None,
-        "finish_reason": execution.finish_reason.value if execution else None,
-        "attempts": execution.attempt_count if execution else 0,
         "latency_ms": round(response.latency_ms, 3),
         "prompt_tokens": response.token_usage.prompt_tokens,
         "completion_tokens": response.token_usage.completion_tokens,
         "total_tokens": response.token_usage.total_tokens,
-        "retrieved_k": bundle.metrics.retrieved_k if bundle and bundle.metrics else None,
-        "selected_k": len(bundle.selected_evidence) if bundle else None,
-        "citation_count": metrics.citation_count if metrics else None,
-        "uncited_sentence_count": metrics.uncited_sentence_count if metrics else None,
-        "invalid_anchor_count": metrics.invalid_anchor_count if metrics else None,
-        "malformed_anchor_count": metrics.malformed_anchor_count if metrics else None,
-        "suspicious_new_id_count": len(metrics.suspicious_new_ids) if metrics else None,
-        "refusal_detected": metrics.refusal_detected if metrics else None,
-        "length_ratio_flag": metrics.length_ratio_flag if metrics else None,
-        "firewall_ruleset": result.firewall_ruleset if result else None,
-        "firewall_ruleset_sha256": result.firewall_ruleset_sha256 if result else None,
-        "flagged": sorted({f.rule for f in result.findings if f.mode == "flag"}) if result else [],
     }
+
+
+_EMPTY_SUMMARY: dict[str, Any] = {
+    "request_id": None, "run_id": None, "assembly_status": None, "assembly_reason": None,
+    "generation_status": None, "validation_status": None, "policy_version": None,
+    "policy_sha256": None, "index_version": None, "embedding_model": None,
+    "retrieval_strategy": None, "score_normalization": None, "access_denied_count": None,
+    "template_version": None, "prompt_sha256": None, "model_name": None,
+    "reported_model_name": None, "response_id": None, "finish_reason": None, "attempts": 0,
+    "retrieved_k": None, "selected_k": None, "citation_count": None,
+    "uncited_sentence_count": None, "invalid_anchor_count": None,
+    "malformed_anchor_count": None, "suspicious_new_id_count": None,
+    "refusal_detected": None, "length_ratio_flag": None, "firewall_ruleset": None,
+    "firewall_ruleset_sha256": None, "flagged": [],
+}  # fmt: skip
+"""The summary's keys when R6 got no state: the same record shape, nothing known."""

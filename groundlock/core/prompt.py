@@ -1,4 +1,4 @@
-"""R3 as a pure function: ``build_prompt(bundle, policy) -> PromptBuildResult``.
+"""R3 as a pure function: ``build_prompt(state, policy) -> Prompted``.
 
 The frozen template is rendered with three values: the policy's refusal text, the bundle's
 evidence block, and the question. The question is inserted as received except for the same
@@ -16,7 +16,7 @@ even one chunk does not fit, the prompt cannot be repaired and the request fails
 from __future__ import annotations
 
 from groundlock.contracts.assembly import AnswerBundle
-from groundlock.contracts.enums import AssemblyStatus, BuildStatus
+from groundlock.contracts.enums import BuildStatus, GenerationStatus
 from groundlock.contracts.prompt import (
     PromptBuildResult,
     PromptMessage,
@@ -24,19 +24,15 @@ from groundlock.contracts.prompt import (
     prompt_digest,
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
-from groundlock.core.assembly import failed_bundle, without_lowest_ranked
+from groundlock.contracts.state import Assembled, Outcome, Prompted
+from groundlock.core.assembly import without_lowest_ranked
+from groundlock.core.skipped import unbuilt
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import PromptTemplate, load_template
 from groundlock.text.sanitize import safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
-__all__ = [
-    "build_prompt",
-    "check_outside_bundle",
-    "checked_question",
-    "failed_prompt",
-    "policy_mismatch",
-]
+__all__ = ["build_prompt", "check_outside_bundle", "checked_question"]
 
 _SECTION_FIELD = {
     "system": "system_tokens",
@@ -48,12 +44,16 @@ _SECTION_FIELD = {
 
 
 def build_prompt(
-    bundle: AnswerBundle,
+    state: Assembled | AnswerBundle,
     policy: Policy,
     template: PromptTemplate | None = None,
     counter: TokenCounter | None = None,
-) -> PromptBuildResult:
-    """Render the exact prompt for ``bundle``, or say why there is none.
+) -> Prompted:
+    """The state with the exact prompt for its evidence, or with why there is none.
+
+    A request that is not OK gets a prompt that was not built, carrying its reason. PB4 may
+    prune the evidence to fit the budget: the returned state's ``bundle`` is what the prompt
+    holds.
 
     >>> from groundlock import assemble, load_policy
     >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.9, "knowledge_id": "K1",
@@ -61,26 +61,21 @@ def build_prompt(
     >>> bundle = assemble({"request_id": "r1", "user_question": "Seal interval?",
     ...                    "retrieval_status": "SUCCESS", "index_version": "i",
     ...                    "embedding_model": "e", "top_k": 1, "results": [row]}, load_policy())
-    >>> result = build_prompt(bundle, load_policy())
-    >>> [m.role for m in result.messages], result.tokens.total_prompt_tokens <= 3500
+    >>> prompt = build_prompt(bundle, load_policy()).prompt
+    >>> [m.role for m in prompt.messages], prompt.tokens.total_prompt_tokens <= 3500
     (['system', 'user'], True)
     """
+    state = state if isinstance(state, Assembled) else Assembled.of(state)
+    if state.outcome.status is not GenerationStatus.OK:
+        return unbuilt(state, policy)
     template = template if template is not None else load_template(policy.prompt_template)
     counter = counter if counter is not None else get_token_counter(policy.token_encoding)
-    if bundle.assembly_status is not AssemblyStatus.OK:
-        status = (
-            BuildStatus.NO_EVIDENCE
-            if bundle.assembly_status is AssemblyStatus.NO_EVIDENCE
-            else BuildStatus.FAILED
-        )
-        reason = bundle.reason_code or ReasonCode.INTERNAL_ERROR
-        return _without_prompt(
-            bundle, policy, template, status=status, reason=reason, message=bundle.message
-        )
+    bundle = state.bundle
 
     question = checked_question(bundle.user_question or "", policy, counter)
     if isinstance(question, tuple):
-        return _failed(bundle, policy, template, *question)
+        reason, message = question
+        return _failed(state, bundle, policy, template, reason=reason, message=message)
 
     values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
     # Everything but the evidence block is fixed for this request: count it once.
@@ -95,11 +90,12 @@ def build_prompt(
             break
         if len(bundle.selected_evidence) == 1:
             return _failed(
+                state,
                 bundle,
                 policy,
                 template,
-                ReasonCode.PROMPT_BUDGET_EXCEEDED,
-                f"prompt: {tokens.total_prompt_tokens} tokens with one evidence entry "
+                reason=ReasonCode.PROMPT_BUDGET_EXCEEDED,
+                message=f"prompt: {tokens.total_prompt_tokens} tokens with one evidence entry "
                 f"exceed max_total_prompt_tokens ({policy.max_total_prompt_tokens})",
                 pruned=pruned,
             )
@@ -108,7 +104,7 @@ def build_prompt(
 
     values["evidence_block"] = bundle.evidence_block_text
     messages = _messages(template, values)
-    return PromptBuildResult(
+    prompt = PromptBuildResult(
         build_status=BuildStatus.OK,
         reason_code=None,
         message=None,
@@ -119,8 +115,8 @@ def build_prompt(
         refusal_text=policy.refusal_text,
         tokens=tokens,
         pruned_chunk_count=pruned,
-        bundle=bundle,
     )
+    return state.prompted(prompt, bundle=bundle)
 
 
 def checked_question(
@@ -155,17 +151,6 @@ def checked_question(
     return question
 
 
-def policy_mismatch(bundle: AnswerBundle, policy: Policy) -> str | None:
-    """Why ``bundle`` cannot go on under ``policy`` (it was assembled under another), or None."""
-    if bundle.trace.policy_sha256 != policy.policy_sha256:
-        return (
-            f"bundle: assembled under {bundle.trace.policy_version} "
-            f"({bundle.trace.policy_sha256[:12]}), not {policy.policy_version} "
-            f"({policy.policy_sha256[:12]})"
-        )
-    return None
-
-
 def check_outside_bundle(
     bundle: AnswerBundle, policy: Policy, counter: TokenCounter | None = None
 ) -> str | None:
@@ -184,28 +169,6 @@ def check_outside_bundle(
     if total > policy.max_evidence_tokens:
         return "selected_evidence: more tokens than max_evidence_tokens"
     return None
-
-
-def failed_prompt(
-    payload: object, policy: Policy, reason: ReasonCode, message: str
-) -> PromptBuildResult:
-    """A FAILED prompt for ``payload`` (an AnswerBundle, or anything that failed to be one).
-
-    Used when a stage fails closed: it keeps the bundle when there is one, so later stages
-    and the audit still see the request's identity and evidence.
-    """
-    bundle = (
-        payload
-        if isinstance(payload, AnswerBundle)
-        else failed_bundle(payload, policy, reason, message)
-    )
-    return _failed(
-        bundle,
-        policy,
-        load_template(policy.prompt_template),
-        reason,
-        message,
-    )
 
 
 def _section_counts(
@@ -234,37 +197,17 @@ def _messages(template: PromptTemplate, values: dict[str, str]) -> tuple[PromptM
 
 
 def _failed(
+    state: Assembled,
     bundle: AnswerBundle,
     policy: Policy,
     template: PromptTemplate,
+    *,
     reason: ReasonCode,
     message: str,
-    *,
     pruned: int = 0,
-) -> PromptBuildResult:
-    return _without_prompt(
-        bundle,
-        policy,
-        template,
-        status=BuildStatus.FAILED,
-        reason=reason,
-        message=message,
-        pruned=pruned,
-    )
-
-
-def _without_prompt(
-    bundle: AnswerBundle,
-    policy: Policy,
-    template: PromptTemplate,
-    *,
-    status: BuildStatus,
-    reason: ReasonCode,
-    message: str | None,
-    pruned: int = 0,
-) -> PromptBuildResult:
-    return PromptBuildResult(
-        build_status=status,
+) -> Prompted:
+    prompt = PromptBuildResult(
+        build_status=BuildStatus.FAILED,
         reason_code=reason,
         message=message,
         messages=(),
@@ -274,5 +217,6 @@ def _without_prompt(
         refusal_text=policy.refusal_text,
         tokens=None,
         pruned_chunk_count=pruned,
-        bundle=bundle,
     )
+    outcome = Outcome.failed(reason, message)
+    return state.prompted(prompt, bundle=bundle, outcome=outcome)

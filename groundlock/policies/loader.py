@@ -7,7 +7,6 @@ refuses to load: a changed threshold can never ride along silently under an old 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groundlock._caches import memoized
 from groundlock.errors import PolicyError
 from groundlock.policies.model import Policy
 from groundlock.text.tokens import get_token_counter
@@ -131,7 +131,7 @@ def _check_ruleset(policy: Policy, file_name: str) -> None:
         raise PolicyError(f"policy {file_name!r}: {exc}") from exc
 
 
-@functools.cache
+@memoized(None)
 def _builtin_sha256(version: str) -> str:
     return load_policy(version).policy_sha256
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from groundlock._caches import memoized
 from groundlock.errors import GroundlockError
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 
@@ -183,7 +183,7 @@ def parse_template(version: str, text: str) -> PromptTemplate:
     )
 
 
-@cache
+@memoized(None)
 def load_template(version: str) -> PromptTemplate:
     """Load a built-in template by version, refusing it if its sha256 lock disagrees.
 

@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from groundlock._lc import openai_request_payload
 from groundlock.contracts.enums import FinishReason
 from groundlock.contracts.execution import PinnedModel
 from groundlock.errors import GroundlockError
@@ -227,7 +228,7 @@ def _check_openai_request(model: BaseChatModel, policy: Policy) -> None:
     """Build the request the model would really send and check every pin in it."""
     from langchain_core.messages import HumanMessage  # noqa: PLC0415
 
-    payload: dict[str, Any] = dict(model._get_request_payload([HumanMessage("probe")]))  # type: ignore[attr-defined]
+    payload: dict[str, Any] = dict(openai_request_payload(model, [HumanMessage("probe")]))
     wire = {**payload, **(payload.pop("extra_body", None) or {})}
     expected: dict[str, Any] = {
         "model": model_identity(model),

@@ -1,13 +1,24 @@
 """The shell every groundlock stage shares: typed, traced, and closed on failure.
 
-A stage's decision lives in a pure function; the stage only routes LCEL calls to it. Both
-``invoke`` and ``ainvoke`` open the same named run (callbacks, tracing metadata,
-``run_name``) and end in the same ``_run``: there is no second, async copy of the logic to
-drift.
+A stage's decision lives in a pure function; the stage routes LCEL calls to it through
+LangChain's own ``_call_with_config`` (``invoke``) and ``_acall_with_config`` (``ainvoke``),
+so every stage is a named run with its callbacks, metadata and context exactly as any
+runnable's: a runnable the stage calls without passing config is parented under it too.
 
-If ``_run`` raises, that is a bug, not bad input (bad input is a FAILED result by design).
-The stage logs the traceback without the exception message, which may quote evidence, and
-returns the stage's FAILED output with ``INTERNAL_ERROR``: it fails closed, never open.
+Everything generic is here, once:
+
+* **Fail closed.** If the stage's work raises, that is a bug, not bad input (bad input is a
+  FAILED outcome by design). The stage logs the traceback without the exception message,
+  which may quote evidence, and returns its output type with ``INTERNAL_ERROR``.
+* **Stage data stays out of event streams** (:func:`groundlock._lc.without_stream_readers`).
+* For the stages that take a run state (:class:`StateStage`, R3 on):
+  - **input that arrives as data** (a dict from JSON, not a state instance from the stage
+    before) is validated into the stage's input state, then checked by the stage's own
+    :meth:`StateStage.verify`, called from here and nowhere else;
+  - **a state from another policy** is refused;
+  - **pass-through**: a stage runs only on the outcomes it declares (``runs_on``); on any
+    other it adds its section in the form that says it did not run
+    (:mod:`groundlock.core.skipped`).
 """
 
 from __future__ import annotations
@@ -15,9 +26,12 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Mapping
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager, CallbackManager
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import (
     ensure_config,
@@ -25,54 +39,100 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
     patch_config,
 )
-from langchain_core.tracers._streaming import (  # the two marks LangChain checks itself
-    _StreamingCallbackHandler,
-    _V2StreamingCallbackHandler,
-)
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 from typing_extensions import override
 
+from groundlock._lc import without_stream_readers
+from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.state import Assembled, Outcome
+from groundlock.core.skipped import advanced, failed_state
 from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 from groundlock.text.tokens import get_token_counter
 
-__all__ = [
-    "AsyncQuietCallbackManager",
-    "PolicyStage",
-    "QuietCallbackManager",
-    "Stage",
-    "coerce_input",
-]
+__all__ = ["ALL_OUTCOMES", "PolicyStage", "Stage", "StateStage", "describe_invalid"]
 
 logger = logging.getLogger("groundlock")
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
-ModelT = TypeVar("ModelT", bound=BaseModel)
+StateT = TypeVar("StateT", bound=Assembled)
 
 _MAX_METADATA_ID = 200
+ALL_OUTCOMES = frozenset(GenerationStatus)
+"""``runs_on`` for a stage that runs whatever happened before it (the audit step, R6)."""
 
 
 class Stage(RunnableSerializable[InputT, OutputT]):
     """Base class of the pipeline stages (not part of the public API)."""
 
-    def _run(self, stage_input: object, config: RunnableConfig) -> OutputT:
-        """The stage's work; ``config`` carries the child callbacks for nested runs."""
+    def _work(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        """The stage's work; ``config`` is the stage run's child config."""
         raise NotImplementedError
 
-    async def _arun(self, stage_input: object, config: RunnableConfig) -> OutputT:
-        """Async twin of ``_run``; only stages doing I/O override it."""
-        return self._run(stage_input, config)
+    async def _awork(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        """Async twin of ``_work``; only stages doing I/O override it."""
+        return self._work(stage_input, config)
 
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> OutputT:
+        """The stage's output for ``stage_input`` when it cannot do its work."""
         raise NotImplementedError
 
-    @property
-    def has_own_callbacks(self) -> bool:
-        """Whether something inside the stage (R4's model) carries handlers of its own."""
-        return False
+    def trace_metadata(self, stage_input: object) -> dict[str, str]:
+        """What this stage's run carries as tracing metadata (and passes to its child runs).
+
+        ``request_id`` of the request and, once R3 has built it, ``prompt_sha256``: enough
+        to find every run of one request, and to group runs that sent the same prompt bytes.
+        """
+        metadata: dict[str, str] = {}
+        if isinstance(stage_input, Mapping):
+            request_id = stage_input.get("request_id")
+        else:
+            request_id = getattr(stage_input, "request_id", None)
+            prompt = getattr(stage_input, "prompt", None)
+            prompt_sha256 = getattr(prompt, "prompt_sha256", None)
+            if isinstance(prompt_sha256, str):
+                metadata["prompt_sha256"] = prompt_sha256
+        if isinstance(request_id, str) and len(request_id) <= _MAX_METADATA_ID:
+            metadata["request_id"] = request_id
+        return metadata
+
+    # Call-time keyword options are ignored on purpose: a stage's behaviour is fixed by its
+    # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
+    @override
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
+        config = self._configured(input, config, asynchronous=False)
+        return self._call_with_config(self._guarded, input, config)
+
+    @override
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> OutputT:
+        config = self._configured(input, config, asynchronous=True)
+        return await self._acall_with_config(self._aguarded, input, config)
+
+    # (The run manager is unused: it is in the signature so that LangChain also passes the
+    # child config, whose callbacks parent whatever the stage runs.)
+    def _guarded(
+        self, stage_input: object, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> OutputT:
+        try:
+            return self._work(stage_input, config)
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            return self._failed_by_bug(stage_input, exc)
+
+    async def _aguarded(
+        self,
+        stage_input: object,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> OutputT:
+        try:
+            return await self._awork(stage_input, config)
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            return self._failed_by_bug(stage_input, exc)
 
     def _failed_by_bug(self, stage_input: object, exc: Exception) -> OutputT:
         frames = "".join(traceback.format_tb(exc.__traceback__))
@@ -85,133 +145,18 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             f"{self.get_name()}: internal error ({type(exc).__name__})",
         )
 
-    def trace_metadata(self, stage_input: object) -> dict[str, str]:
-        """What this stage's run carries as tracing metadata (and passes to its child runs).
-
-        ``request_id`` of the request and, once R3 has built it, ``prompt_sha256``: enough to
-        find every run of one request, and to group runs that sent the same prompt bytes.
-        """
-        metadata: dict[str, str] = {}
-        if isinstance(stage_input, Mapping):
-            request_id = stage_input.get("request_id")
-        else:
-            request_id = getattr(stage_input, "request_id", None)
-            prompt_sha256 = getattr(stage_input, "prompt_sha256", None)
-            if isinstance(prompt_sha256, str):
-                metadata["prompt_sha256"] = prompt_sha256
-        if isinstance(request_id, str) and len(request_id) <= _MAX_METADATA_ID:
-            metadata["request_id"] = request_id
-        return metadata
-
-    # The run plumbing of ``Runnable._call_with_config``, done directly: that helper inspects
-    # the wrapped function's signature and copies the context on every call, which costs
-    # more than most stages' own work. Callbacks, run names, run ids, tags and metadata reach
-    # handlers exactly as before; the model in R4 receives its child config explicitly.
-    # Call-time keyword options are ignored on purpose: a stage's behaviour is fixed by its
-    # policy at construction, so nothing can change a pin (a stop sequence, a model) per call.
-    @override
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
-        if _unobserved(config):
-            try:
-                return self._run(input, config)
-            except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-                return self._failed_by_bug(input, exc)
-        config = self._traced(input, config)
-        run_manager = _for_tracers(get_callback_manager_for_config(config)).on_chain_start(
-            None,
-            input,
-            name=config.get("run_name") or self.get_name(),
-            run_id=config.pop("run_id", None),
-        )
-        try:
-            output = self._run(input, patch_config(config, callbacks=run_manager.get_child()))
-        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-            output = self._failed_by_bug(input, exc)
-        except BaseException as exc:  # interrupts are not bugs: report and propagate
-            run_manager.on_chain_error(exc)
-            raise
-        run_manager.on_chain_end(output)
-        return output
-
-    @override
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> OutputT:
-        if _unobserved(config):
-            try:
-                return await self._arun(input, config)
-            except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-                return self._failed_by_bug(input, exc)
-        config = self._traced(input, config)
-        manager = _for_tracers(get_async_callback_manager_for_config(config))
-        run_manager = await manager.on_chain_start(
-            None,
-            input,
-            name=config.get("run_name") or self.get_name(),
-            run_id=config.pop("run_id", None),
-        )
-        try:
-            child = patch_config(config, callbacks=run_manager.get_child())
-            output = await self._arun(input, child)
-        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
-            output = self._failed_by_bug(input, exc)
-        except BaseException as exc:  # cancellation and interrupts propagate
-            await run_manager.on_chain_error(exc)
-            raise
-        await run_manager.on_chain_end(output)
-        return output
-
-    def _traced(self, stage_input: object, config: RunnableConfig | None) -> RunnableConfig:
+    def _configured(
+        self, stage_input: object, config: RunnableConfig | None, *, asynchronous: bool
+    ) -> RunnableConfig:
+        """``config`` with this stage's metadata, and its run hidden from stream readers."""
         config = ensure_config(config)
-        return {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
-
-
-ManagerT = TypeVar("ManagerT", bound=BaseCallbackManager)
-
-
-def _for_tracers(manager: ManagerT) -> ManagerT:
-    """``manager`` without the handlers that stream to an application's readers.
-
-    ``astream_events`` and ``astream_log`` (and their v3 successor) are how LangChain apps
-    stream to the people reading the answer, and they report every run: a stage's run
-    would hand them the retrieved evidence, the prompt and the model's answer before R5
-    has judged it, and the model's run its raw tokens. So those handlers see the chain's
-    own run only (the caller's input, then the validated response), never a stage or the
-    model inside one. Tracers, ``collect_runs``, LangSmith and any other handler still see
-    every stage with its metadata. A stage invoked on its own is the root run and keeps
-    them: it is what its caller streams. ``manager`` is the stage's own copy: removing from
-    it changes no other run's handlers.
-    """
-    if manager.parent_run_id is None:
-        return manager  # the stage is the root run: it is what the caller streams
-    for handler in [*manager.handlers, *manager.inheritable_handlers]:
-        if isinstance(handler, _StreamingCallbackHandler | _V2StreamingCallbackHandler):
-            manager.remove_handler(handler)
-    return manager
-
-
-class QuietCallbackManager(CallbackManager):
-    """What a :class:`~groundlock.GroundedAnswerChain` hands its stages when nobody listens.
-
-    The chain configures callbacks once per request, exactly as LangChain does for any
-    run (handlers passed in, LangSmith tracing from the environment or a context, debug
-    output, ``collect_runs``). Only when that finds no handler at all, and no stage brings
-    handlers of its own, does it pass this empty manager down: a stage that receives it
-    calls its work directly instead of opening a run that would report to no one. A stage
-    invoked any other way (on its own, or inside another graph) always opens its run.
-    """
-
-
-class AsyncQuietCallbackManager(AsyncCallbackManager):
-    """The async twin of :class:`QuietCallbackManager`."""
-
-
-def _unobserved(config: RunnableConfig | None) -> TypeGuard[RunnableConfig]:
-    callbacks = config.get("callbacks") if config else None
-    return (
-        isinstance(callbacks, QuietCallbackManager | AsyncQuietCallbackManager)
-        and not callbacks.handlers
-    )
+        config = {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+        manager = (
+            get_async_callback_manager_for_config(config)
+            if asynchronous
+            else get_callback_manager_for_config(config)
+        )
+        return patch_config(config, callbacks=without_stream_readers(manager))
 
 
 class PolicyStage(Stage[InputT, OutputT]):
@@ -243,17 +188,88 @@ class PolicyStage(Stage[InputT, OutputT]):
         return policy
 
 
-def coerce_input(model: type[ModelT], value: object) -> ModelT | str:
-    """``value`` as ``model`` (a dict from JSON is validated), or a message saying why not.
+class StateStage(PolicyStage[StateT, OutputT], Generic[StateT, OutputT]):
+    """A stage that takes a run state: admission, policy check and pass-through, once.
 
-    Stages after R2 normally receive the previous stage's model instance; a dict appears
-    only when a stage is invoked on its own, e.g. through a server.
+    A subclass names the state it ``consumes``, the outcomes it ``runs_on``, and provides
+    ``_run`` (its work on an admitted state), ``_passed_over`` (its output for a state it
+    does not run on) and, for input that arrived as data, ``verify``.
     """
-    if isinstance(value, model):
-        return value
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        location = ".".join(str(part) for part in first["loc"]) or "input"
-        return f"{location}: {first['msg']} (expected a {model.__name__})"
+
+    consumes: ClassVar[type[Assembled]] = Assembled
+    runs_on: ClassVar[frozenset[GenerationStatus]] = frozenset({GenerationStatus.OK})
+
+    def _run(self, state: StateT, config: RunnableConfig) -> OutputT:
+        raise NotImplementedError
+
+    async def _arun(self, state: StateT, config: RunnableConfig) -> OutputT:
+        return self._run(state, config)
+
+    def _passed_over(self, state: StateT) -> OutputT:
+        raise NotImplementedError
+
+    def verify(self, state: StateT) -> Outcome | None:
+        """Why a state that arrived as data may not go on (a FAILED outcome), or None.
+
+        Called only for data: a state instance comes from the stage before, in this
+        process. By default, nothing beyond the contracts' own checks.
+        """
+        return None
+
+    @override
+    def _work(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        state = self._admitted(stage_input)
+        if state.status in self.runs_on:
+            return self._run(state, config)
+        return self._passed_over(state)
+
+    @override
+    async def _awork(self, stage_input: object, config: RunnableConfig) -> OutputT:
+        state = self._admitted(stage_input)
+        if state.status in self.runs_on:
+            return await self._arun(state, config)
+        return self._passed_over(state)
+
+    def _admitted(self, stage_input: object) -> StateT:
+        """``stage_input`` as this stage's input state, FAILED if it may not go on."""
+        consumes = self.consumes
+        if isinstance(stage_input, consumes):
+            state = stage_input
+            from_data = False
+        else:
+            try:
+                state = consumes.model_validate(stage_input)
+            except ValidationError as exc:
+                return self._failed_input(stage_input, describe_invalid(exc, consumes))
+            from_data = True
+        problem: Outcome | None = None
+        if state.policy_sha256 != self.policy.policy_sha256:
+            problem = Outcome.failed(
+                ReasonCode.INPUT_SCHEMA_INVALID,
+                f"state: ran under {state.policy_version} ({state.policy_sha256[:12]}), not "
+                f"{self.policy.policy_version} ({self.policy.policy_sha256[:12]})",
+            )
+        elif from_data and state.status is not GenerationStatus.FAILED:
+            problem = self.verify(state)  # type: ignore[arg-type]
+        if problem is not None:
+            state = state.with_outcome(problem)
+        return state  # type: ignore[return-value]
+
+    def _failed_input(self, stage_input: object, message: str) -> StateT:
+        failed = failed_state(stage_input, self.policy, ReasonCode.INPUT_SCHEMA_INVALID, message)
+        return advanced(failed, self.consumes, self.policy)  # type: ignore[return-value]
+
+    @override
+    def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> OutputT:
+        outcome = Outcome.failed(reason, message)
+        if isinstance(stage_input, self.consumes):
+            return self._passed_over(stage_input.with_outcome(outcome))  # type: ignore[arg-type]
+        failed = self._failed_input(stage_input, message)
+        return self._passed_over(failed.with_outcome(outcome))
+
+
+def describe_invalid(exc: ValidationError, model: type[Any]) -> str:
+    """The first problem of ``exc``, by field path, never quoting the input."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    location = ".".join(str(part) for part in first["loc"]) or "input"
+    return f"{location}: {first['msg']} (expected a {model.__name__})"

@@ -1,9 +1,9 @@
-"""R4 as an LCEL stage: ``PromptBuildResult`` -> ``LLMExecutionResult``.
+"""R4 as an LCEL stage: a ``Prompted`` state -> an ``Answered`` one (the model call).
 
 The model is pinned at construction (see :mod:`groundlock.providers.chat`). Per request:
 
-* a prompt that is NO_EVIDENCE answers with the policy's exact refusal and a FAILED prompt
-  passes its reason through — both with zero attempts: no model is called;
+* a NO_EVIDENCE request answers with the policy's exact refusal and a FAILED one passes its
+  reason through — both with zero attempts: no model is called;
 * otherwise the same two messages are sent on every attempt, and before and after each
   attempt their roles and contents are compared with the prompt's (equal pairs are equal
   canonical bytes, so this is the ``prompt_sha256`` check without hashing 15 kB twice);
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -37,21 +36,26 @@ from typing_extensions import override
 
 from groundlock.contracts.enums import BuildStatus, FinishReason, GenerationStatus
 from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, PinnedModel
-from groundlock.contracts.prompt import PromptBuildResult
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.prompt import (
-    build_prompt,
-    check_outside_bundle,
-    failed_prompt,
-    policy_mismatch,
+from groundlock.contracts.state import Answered, Assembled, Outcome, Prompted
+from groundlock.core.attempts import (
+    Attempt,
+    Stop,
+    attempt_records,
+    final_reason,
+    is_retried,
+    stop_reason,
+    wait_seconds,
 )
+from groundlock.core.prompt import build_prompt, check_outside_bundle
+from groundlock.core.skipped import unanswered
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import ExecutionLimits, Policy
 from groundlock.prompts.template import load_template
 from groundlock.providers.chat import ModelReply, model_matches, pin_model, read_reply
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
-from groundlock.runnables._stage import PolicyStage, coerce_input
+from groundlock.runnables._stage import StateStage
 
 __all__ = ["ExecuteModel"]
 
@@ -62,7 +66,7 @@ class PromptIntegrityError(Exception):
     """The messages about to be sent no longer hash to the prompt's sha256."""
 
 
-class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
+class ExecuteModel(StateStage[Prompted, Answered]):
     """R4: send the frozen prompt to a pinned model, retrying only transient failures.
 
     ``model`` is any LangChain chat model or a ``provider:model`` string
@@ -75,6 +79,8 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
     """
 
     name: str | None = "R4.ExecuteModel"
+    consumes = Prompted
+    runs_on = frozenset({GenerationStatus.OK, GenerationStatus.NO_EVIDENCE})
     model: BaseChatModel
     """The pinned chat model (rebuilt from what was passed in)."""
     pinned: PinnedModel
@@ -106,94 +112,72 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
         values.update(policy=policy, model=model, pinned=pinned)
         return values
 
-    @property
     @override
-    def has_own_callbacks(self) -> bool:
-        callbacks = self.model.callbacks
-        return callbacks is not None and callbacks != []
-
-    def _start(self, stage_input: object) -> PromptBuildResult | LLMExecutionResult:
-        prompt = coerce_input(PromptBuildResult, stage_input)
-        if isinstance(prompt, str):
-            return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, prompt)
-        if prompt.build_status is BuildStatus.OK:
-            problem = self._prompt_problem(prompt, outside=prompt is not stage_input)
-            if problem:
-                return self._result(
-                    prompt, GenerationStatus.FAILED, reason=ReasonCode.PROMPT_INTEGRITY,
-                    message=problem,
-                )  # fmt: skip
-        if prompt.build_status is BuildStatus.NO_EVIDENCE:
-            return self._result(prompt, GenerationStatus.NO_EVIDENCE, text=prompt.refusal_text)
-        if prompt.build_status is BuildStatus.FAILED:
-            return self._result(
-                prompt,
-                GenerationStatus.FAILED,
-                reason=prompt.reason_code or ReasonCode.INTERNAL_ERROR,
-                message=prompt.message,
-            )
-        return prompt
-
-    def _prompt_problem(self, prompt: PromptBuildResult, *, outside: bool) -> str | None:
-        """Why ``prompt`` may not be sent under this stage's policy, or None.
-
-        A prompt must come from this policy's template; one that arrived as data (not from
-        R3 in this process) must also be exactly what R3 renders over its bundle.
-        """
-        template = load_template(self.policy.prompt_template)
-        if (prompt.template_version, prompt.template_sha256) != (template.version, template.sha256):
-            return f"prompt: built from {prompt.template_version}, not {template.version}"
-        problem = policy_mismatch(prompt.bundle, self.policy)
-        if problem or not outside:
-            return problem
-        problem = check_outside_bundle(prompt.bundle, self.policy)
-        if problem:
-            return problem
-        if build_prompt(prompt.bundle, self.policy).prompt_sha256 != prompt.prompt_sha256:
-            return "prompt: not what the policy's template renders over its own bundle"
-        return None
-
-    def _run(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
-        prompt = self._start(stage_input)
-        if isinstance(prompt, LLMExecutionResult):
-            return prompt
-        call = _Call(self, prompt)
+    def _run(self, state: Prompted, config: RunnableConfig) -> Answered:
+        if state.status is GenerationStatus.NO_EVIDENCE:
+            return self._refused(state)
+        call = _Call(self, state)
 
         def send(sent: list[BaseMessage]) -> BaseMessage:
             return self.model.invoke(sent, config)
 
         try:
-            try:
-                message = call.attempt(send)
-            except Exception as first:  # noqa: BLE001  (tenacity decides, as for any attempt)
-                retrying = Retrying(sleep=self.sleep, **call.retry_policy())
-                message = retrying(call.replaying(first, call.attempt), send)
+            retrying = Retrying(sleep=self.sleep, **call.retry_policy())
+            message = retrying(call.attempt, send)
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
             return call.failed(exc)
         return call.finish(message)
 
-    async def _arun(self, stage_input: object, config: RunnableConfig) -> LLMExecutionResult:
-        prompt = self._start(stage_input)
-        if isinstance(prompt, LLMExecutionResult):
-            return prompt
-        call = _Call(self, prompt)
+    @override
+    async def _arun(self, state: Prompted, config: RunnableConfig) -> Answered:
+        if state.status is GenerationStatus.NO_EVIDENCE:
+            return self._refused(state)
+        call = _Call(self, state)
 
         async def send(sent: list[BaseMessage]) -> BaseMessage:
             return await self.model.ainvoke(sent, config)
 
         try:
-            try:
-                message = await call.attempt_async(send)
-            except Exception as first:  # noqa: BLE001  (tenacity decides, as for any attempt)
-                retrying = AsyncRetrying(sleep=self.async_sleep, **call.retry_policy())
-                message = await retrying(call.replaying_async(first, call.attempt_async), send)
+            retrying = AsyncRetrying(sleep=self.async_sleep, **call.retry_policy())
+            message: BaseMessage = await retrying(call.attempt_async, send)
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
             return call.failed(exc)
         return call.finish(message)
 
-    def _result(
+    @override
+    def _passed_over(self, state: Prompted) -> Answered:
+        return unanswered(state, self.pinned)
+
+    @override
+    def verify(self, state: Prompted) -> Outcome | None:
+        """A prompt that arrived as data must be exactly what R3 renders over its evidence.
+
+        It must come from this policy's template, its evidence must pass R3's own checks,
+        and rendering that evidence again must give the same bytes: only then is what is
+        sent what the audit trail will say was sent.
+        """
+        prompt = state.prompt
+        template = load_template(self.policy.prompt_template)
+        if (prompt.template_version, prompt.template_sha256) != (template.version, template.sha256):
+            built = f"built from {prompt.template_version}, not {template.version}"
+            return _integrity(f"prompt: {built}")
+        if prompt.build_status is not BuildStatus.OK:
+            return None
+        problem = check_outside_bundle(state.bundle, self.policy)
+        if problem:
+            return _integrity(problem)
+        rebuilt = build_prompt(Assembled.of(state.bundle), self.policy)
+        if rebuilt.prompt.prompt_sha256 != prompt.prompt_sha256:
+            return _integrity("prompt: not what the policy's template renders over its own bundle")
+        return None
+
+    def _refused(self, state: Prompted) -> Answered:
+        """NO_EVIDENCE: the policy's exact refusal, with no model call."""
+        execution = self._execution(GenerationStatus.NO_EVIDENCE, text=state.prompt.refusal_text)
+        return state.answered(execution)
+
+    def _execution(
         self,
-        prompt: PromptBuildResult,
         status: GenerationStatus,
         *,
         text: str = "",
@@ -217,28 +201,11 @@ class ExecuteModel(PolicyStage[PromptBuildResult, LLMExecutionResult]):
             total_tokens_actual=reply.total_tokens if reply else None,
             response_id=reply.response_id if reply else None,
             pinned=self.pinned,
-            prompt=prompt,
         )
 
-    def _fail_closed(
-        self, stage_input: object, reason: ReasonCode, message: str
-    ) -> LLMExecutionResult:
-        prompt = (
-            stage_input
-            if isinstance(stage_input, PromptBuildResult)
-            else failed_prompt(stage_input, self.policy, reason, message)
-        )
-        return self._result(prompt, GenerationStatus.FAILED, reason=reason, message=message)
 
-
-@dataclass
-class _Attempt:
-    number: int
-    started: float
-    duration: float = 0.0
-    error: BaseException | None = None
-    verdict: FailureVerdict | None = None
-    wait: float | None = None
+def _integrity(message: str) -> Outcome:
+    return Outcome.failed(ReasonCode.PROMPT_INTEGRITY, message)
 
 
 _Send = Callable[[list[BaseMessage]], BaseMessage]
@@ -250,13 +217,17 @@ _CLASS_ROLE = {cls: role for role, cls in _ROLE_CLASS.items()}
 
 @dataclass
 class _Call:
-    """The state of one request's attempts; shared by the sync and async paths."""
+    """The state of one request's attempts; shared by the sync and async paths.
+
+    Tenacity runs every attempt, the first included, and asks the hooks below what to do
+    after each; they keep the state and leave the decisions to :mod:`groundlock.core.attempts`.
+    """
 
     stage: ExecuteModel
-    prompt: PromptBuildResult
+    state: Prompted
     limits: ExecutionLimits = field(init=False)
     start: float = field(init=False)
-    attempts: list[_Attempt] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     deadline_hit: bool = False
 
     def __post_init__(self) -> None:
@@ -266,20 +237,20 @@ class _Call:
     # -- one attempt -------------------------------------------------------------------
     def _fresh_messages(self) -> list[BaseMessage]:
         """New message objects per attempt, so a change made during one cannot carry over."""
-        return [_ROLE_CLASS[m.role](content=m.content) for m in self.prompt.messages]
+        return [_ROLE_CLASS[m.role](content=m.content) for m in self.state.prompt.messages]
 
     def _intact(self, messages: list[BaseMessage]) -> bool:
         sent = [(_CLASS_ROLE.get(type(m)), m.content) for m in messages]
-        return sent == [(m.role, m.content) for m in self.prompt.messages]
+        return sent == [(m.role, m.content) for m in self.state.prompt.messages]
 
-    def _begin(self, messages: list[BaseMessage]) -> _Attempt:
+    def _begin(self, messages: list[BaseMessage]) -> Attempt:
         if not self._intact(messages):
             raise PromptIntegrityError
-        attempt = _Attempt(number=len(self.attempts) + 1, started=self.stage.clock())
+        attempt = Attempt(number=len(self.attempts) + 1, started=self.stage.clock())
         self.attempts.append(attempt)
         return attempt
 
-    def _end(self, attempt: _Attempt, messages: list[BaseMessage], exc: Exception | None) -> None:
+    def _end(self, attempt: Attempt, messages: list[BaseMessage], exc: Exception | None) -> None:
         attempt.duration = self.stage.clock() - attempt.started
         if not self._intact(messages):
             # Something in the call (a callback) edited the messages as they went out: the
@@ -297,7 +268,7 @@ class _Call:
         logger.log(
             logging.DEBUG if exc is None else logging.WARNING,
             "groundlock R4 request=%s attempt=%d/%d outcome=%s status=%s reason=%s",
-            self.prompt.request_id,
+            self.state.request_id,
             attempt.number,
             self.limits.max_attempts,
             "ok" if exc is None else type(exc).__name__,
@@ -306,7 +277,7 @@ class _Call:
         )
 
     def _failed_attempt(
-        self, attempt: _Attempt, messages: list[BaseMessage], exc: Exception
+        self, attempt: Attempt, messages: list[BaseMessage], exc: Exception
     ) -> NoReturn:
         self._end(attempt, messages, exc)
         if attempt.error is exc or attempt.error is None:
@@ -314,7 +285,7 @@ class _Call:
         raise attempt.error from exc  # the integrity failure outranks the call's own
 
     def _passed_attempt(
-        self, attempt: _Attempt, messages: list[BaseMessage], message: BaseMessage
+        self, attempt: Attempt, messages: list[BaseMessage], message: BaseMessage
     ) -> BaseMessage:
         self._end(attempt, messages, None)
         if attempt.error is not None:
@@ -339,40 +310,7 @@ class _Call:
             self._failed_attempt(attempt, messages, exc)
         return self._passed_attempt(attempt, messages, message)
 
-    # -- tenacity hooks ----------------------------------------------------------------
-    # The first attempt runs before tenacity is set up: it is the only attempt of nearly
-    # every request, and tenacity's bookkeeping (12 us sync, 23 us async) would cost more
-    # than the rest of the stage. If it fails, tenacity starts with that failure replayed
-    # as its attempt 1, so every decision (retry or not, wait, stop) is tenacity's, made
-    # with the same attempt numbers as if it had run the first attempt itself.
-    @staticmethod
-    def replaying(
-        failure: Exception, attempt: Callable[[_Send], BaseMessage]
-    ) -> Callable[[_Send], BaseMessage]:
-        """``attempt``, except that its first call raises ``failure`` (attempt 1, done)."""
-        pending = [failure]
-
-        def replayed(send: _Send) -> BaseMessage:
-            if pending:
-                raise pending.pop()
-            return attempt(send)
-
-        return replayed
-
-    @staticmethod
-    def replaying_async(
-        failure: Exception, attempt: Callable[[_AsyncSend], Awaitable[BaseMessage]]
-    ) -> Callable[[_AsyncSend], Awaitable[BaseMessage]]:
-        """The async twin of :meth:`replaying`."""
-        pending = [failure]
-
-        async def replayed(send: _AsyncSend) -> BaseMessage:
-            if pending:
-                raise pending.pop()
-            return await attempt(send)
-
-        return replayed
-
+    # -- tenacity hooks: the state is here, the decisions in groundlock.core.attempts ---
     def retry_policy(self) -> dict[str, Any]:
         """The tenacity settings shared by the sync and async paths (sleep aside)."""
         return {
@@ -386,66 +324,43 @@ class _Call:
         # Only the failure of the attempt just made can be retried: an exception raised
         # before sending (a prompt-integrity failure) belongs to no attempt.
         last = self.attempts[-1] if self.attempts else None
-        return bool(last and last.error is exc and last.verdict and last.verdict.transient)
+        return last is not None and last.error is exc and is_retried(last.verdict)
 
     def wait(self, retry_state: RetryCallState) -> float:
         verdict = self.attempts[-1].verdict
-        if verdict is not None and verdict.retry_after_seconds:
-            seconds = verdict.retry_after_seconds
-        else:
-            exponent = retry_state.attempt_number - 1
-            ceiling = min(self.limits.backoff_max_seconds,
-                          self.limits.backoff_initial_seconds * 2**exponent)  # fmt: skip
-            seconds = ceiling * random.uniform(0.75, 1.0)  # noqa: S311  (jitter, not secrets)
+        retry_after = verdict.retry_after_seconds if verdict is not None else None
+        seconds = wait_seconds(retry_state.attempt_number, retry_after, self.limits)
         self.attempts[-1].wait = seconds
         return seconds
 
     def stop(self, retry_state: RetryCallState) -> bool:
-        if retry_state.attempt_number >= self.limits.max_attempts:
-            self.attempts[-1].wait = None
-            return True
-        # Start another attempt only if it can finish, at its timeout, within the deadline.
         elapsed = self.stage.clock() - self.start
-        upcoming = (retry_state.upcoming_sleep or 0.0) + self.limits.attempt_timeout_seconds
-        if elapsed + upcoming > self.limits.request_deadline_seconds:
-            self.attempts[-1].wait = None
-            self.deadline_hit = True
-            return True
-        return False
+        upcoming = retry_state.upcoming_sleep or 0.0
+        reason = stop_reason(retry_state.attempt_number, elapsed, upcoming, self.limits)
+        if reason is None:
+            return False
+        self.attempts[-1].wait = None
+        self.deadline_hit = reason is Stop.DEADLINE
+        return True
 
     # -- outcome -----------------------------------------------------------------------
     def _records(self) -> tuple[AttemptRecord, ...]:
-        return tuple(
-            AttemptRecord(
-                number=a.number,
-                started_ms=max(0.0, (a.started - self.start) * 1000),
-                duration_ms=max(0.0, a.duration * 1000),
-                outcome="ok"
-                if a.verdict is None
-                else ("transient_error" if a.verdict.transient else "error"),
-                error_type=type(a.error).__name__ if a.error is not None else None,
-                status_code=a.verdict.status_code if a.verdict else None,
-                reason_code=a.verdict.reason if a.verdict else None,
-                retry_after_seconds=a.verdict.retry_after_seconds if a.verdict else None,
-                wait_seconds=a.wait,
-            )
-            for a in self.attempts
-        )
+        return attempt_records(self.attempts, self.start)
 
     def _latency_ms(self) -> float:
         return max(0.0, (self.stage.clock() - self.start) * 1000)
 
-    def _failed_with(self, reason: ReasonCode, message: str) -> LLMExecutionResult:
-        return self.stage._result(
-            self.prompt,
+    def _failed_with(self, reason: ReasonCode, message: str) -> Answered:
+        execution = self.stage._execution(
             GenerationStatus.FAILED,
             reason=reason,
             message=message,
             attempts=self._records(),
             latency_ms=self._latency_ms(),
         )
+        return self.state.answered(execution, outcome=Outcome.failed(reason, message))
 
-    def failed(self, exc: Exception) -> LLMExecutionResult:
+    def failed(self, exc: Exception) -> Answered:
         if isinstance(exc, PromptIntegrityError):
             return self._failed_with(
                 ReasonCode.PROMPT_INTEGRITY,
@@ -453,18 +368,12 @@ class _Call:
             )
         last = self.attempts[-1] if self.attempts else None
         verdict = last.verdict if last is not None and last.error is exc else None
-        reason = verdict.reason if verdict else ReasonCode.MODEL_ERROR
-        if verdict is not None and verdict.transient:
-            reason = (
-                ReasonCode.MODEL_DEADLINE_EXCEEDED
-                if self.deadline_hit
-                else ReasonCode.MODEL_UNAVAILABLE
-            )
+        reason = final_reason(verdict, deadline_hit=self.deadline_hit)
         return self._failed_with(
             reason, f"model: {type(exc).__name__} after {len(self.attempts)} attempt(s)"
         )
 
-    def finish(self, message: BaseMessage) -> LLMExecutionResult:
+    def finish(self, message: BaseMessage) -> Answered:
         """The result for a reply; a bug while reading it still keeps the attempt records."""
         try:
             return self._succeeded(message)
@@ -477,7 +386,7 @@ class _Call:
                 ReasonCode.INTERNAL_ERROR, f"model: reply could not be read ({type(exc).__name__})"
             )
 
-    def _succeeded(self, message: BaseMessage) -> LLMExecutionResult:
+    def _succeeded(self, message: BaseMessage) -> Answered:
         reply = read_reply(message)
         pinned = self.stage.pinned
         status, reason, note = GenerationStatus.OK, None, None
@@ -491,8 +400,7 @@ class _Call:
         elif reply.finish_reason is FinishReason.CONTENT_FILTER:
             status, reason = GenerationStatus.FAILED, ReasonCode.OUTPUT_CONTENT_FILTERED
             note = "model: the provider withheld the output (content filter)"
-        return self.stage._result(
-            self.prompt,
+        execution = self.stage._execution(
             status,
             text=reply.text,
             reason=reason,
@@ -501,3 +409,5 @@ class _Call:
             latency_ms=self._latency_ms(),
             reply=reply,
         )
+        outcome = Outcome.failed(reason, note) if reason is not None else self.state.outcome
+        return self.state.answered(execution, outcome=outcome)

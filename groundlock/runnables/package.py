@@ -1,4 +1,4 @@
-"""R6 as an LCEL stage: ``ValidationResult`` -> ``PublicResponse``, and the request's log line."""
+"""R6 as an LCEL stage: a ``Judged`` state -> ``PublicResponse``, and the request's log line."""
 
 from __future__ import annotations
 
@@ -6,23 +6,23 @@ import json
 import logging
 
 from langchain_core.runnables import RunnableConfig
+from typing_extensions import override
 
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.response import PublicResponse
-from groundlock.contracts.validation import ValidationResult
+from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.core.firewall import validate_answer
-from groundlock.core.intake import salvage_nested_request_id
+from groundlock.core.intake import salvage_identity
 from groundlock.core.package import failed_response, package_response, request_summary
-from groundlock.core.prompt import policy_mismatch
-from groundlock.runnables._stage import PolicyStage, coerce_input
+from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
 
 __all__ = ["PackageResponse"]
 
 request_logger = logging.getLogger("groundlock.request")
 
 
-class PackageResponse(PolicyStage[ValidationResult, PublicResponse]):
+class PackageResponse(StateStage[Judged, PublicResponse]):
     """R6: package the verdict into the public response, and log one line per request.
 
     The log line (logger ``groundlock.request``; INFO, or WARNING when the request FAILED)
@@ -35,58 +35,54 @@ class PackageResponse(PolicyStage[ValidationResult, PublicResponse]):
     """
 
     name: str | None = "R6.PackageResponse"
+    consumes = Judged
+    runs_on = ALL_OUTCOMES
 
-    def _run(self, stage_input: object, config: RunnableConfig) -> PublicResponse:
-        result = coerce_input(ValidationResult, stage_input)
-        if isinstance(result, str):
-            return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, result)
-        problem = None if result is stage_input else self._outside_problem(result)
-        response = (
-            failed_response(result.request_id, ReasonCode.INPUT_SCHEMA_INVALID, problem)
-            if problem
-            else package_response(result)
-        )
-        _log_request(result, response)
+    @override
+    def _run(self, state: Judged, config: RunnableConfig) -> PublicResponse:
+        response = package_response(state)
+        _log_request(state, response)
         return response
 
-    def _outside_problem(self, result: ValidationResult) -> str | None:
-        execution = result.execution
-        if execution is None:
-            return None  # a FAILED verdict with nothing to re-check (the contract ensures it)
-        problem = policy_mismatch(execution.prompt.bundle, self.policy)
-        if problem:
-            return problem
-        again = validate_answer(execution, self.policy)
+    @override
+    def verify(self, state: Judged) -> Outcome | None:
+        """A verdict from outside stands only if R5 reaches it again on the same answer."""
+        answered = Answered.model_validate(
+            {name: getattr(state, name) for name in Answered.model_fields}
+        )
+        again = validate_answer(answered, self.policy)
+        verdict = state.validation
         same = (
             again.validation_status,
             again.failure_reason,
             again.validated_answer_text,
             again.validated_citations,
         ) == (
-            result.validation_status,
-            result.failure_reason,
-            result.validated_answer_text,
-            result.validated_citations,
+            verdict.validation_status,
+            verdict.failure_reason,
+            verdict.validated_answer_text,
+            verdict.validated_citations,
         )
-        return None if same else "validation: not the verdict R5 reaches on this answer"
+        if same:
+            return None
+        return Outcome.failed(
+            ReasonCode.INPUT_SCHEMA_INVALID, "validation: not the verdict R5 reaches on this answer"
+        )
 
+    @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> PublicResponse:
-        if isinstance(stage_input, ValidationResult):
-            request_id = stage_input.request_id
-            result: ValidationResult | None = stage_input
-        else:
-            request_id = salvage_nested_request_id(stage_input, "execution", "prompt", "bundle")
-            result = None
+        state = stage_input if isinstance(stage_input, Judged) else None
+        request_id = state.request_id if state else salvage_identity(stage_input)[0]
         response = failed_response(request_id, reason, message)
-        _log_request(result, response)
+        _log_request(state, response)
         return response
 
 
-def _log_request(result: ValidationResult | None, response: PublicResponse) -> None:
+def _log_request(state: Judged | None, response: PublicResponse) -> None:
     level = logging.WARNING if response.status is GenerationStatus.FAILED else logging.INFO
     if not request_logger.isEnabledFor(level):
         return
-    summary = request_summary(result, response)
+    summary = request_summary(state, response)
     request_logger.log(
         level,
         "groundlock.request %s",

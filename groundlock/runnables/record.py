@@ -1,4 +1,4 @@
-"""The audit record as an LCEL stage: ``ValidationResult`` -> the same result, once recorded.
+"""The audit record as an LCEL stage: a ``Judged`` state -> the same state, once recorded.
 
 It sits between R5 and R6 when :func:`~groundlock.grounded_answer_chain` is given a
 ``store``. A verdict leaves it only after both audit rows of the request are durable; if
@@ -18,11 +18,10 @@ from typing_extensions import override
 
 from groundlock._version import __version__
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.contracts.validation import ValidationResult
+from groundlock.contracts.state import Judged
 from groundlock.core.audit import audit_rows
-from groundlock.core.firewall import failed_validation
-from groundlock.core.intake import salvage_nested_request_id
-from groundlock.runnables._stage import Stage, coerce_input
+from groundlock.core.skipped import refailed
+from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
 from groundlock.stores.sink import AuditSink, AuditUnavailable
 
 __all__ = ["RecordValidation"]
@@ -30,17 +29,21 @@ __all__ = ["RecordValidation"]
 logger = logging.getLogger("groundlock.audit")
 
 
-class RecordValidation(Stage[ValidationResult, ValidationResult]):
+class RecordValidation(StateStage[Judged, Judged]):
     """Record the verdict in the audit trail, or fail the request closed.
 
     The query row takes ``requester_id``, ``requester_role`` and ``retrieval_strategy`` from
     the run's config metadata (a server sets them per request; see
-    :data:`groundlock.core.audit.REQUESTER_KEYS`).
+    :data:`groundlock.core.audit.REQUESTER_KEYS`). It runs on every outcome: a refused or
+    failed request is recorded like an answered one, and so is input that was no state at
+    all (as a FAILED request keeping whatever identity it carried).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    name: str | None = "R5.RecordValidation"
+    name: str | None = "record.RecordValidation"
+    consumes = Judged
+    runs_on = ALL_OUTCOMES
     store: Any
     """The :class:`~groundlock.stores.AuditSink` the rows go to (a Delta store by default)."""
 
@@ -53,37 +56,28 @@ class RecordValidation(Stage[ValidationResult, ValidationResult]):
         return value
 
     @override
-    def _run(self, stage_input: object, config: RunnableConfig) -> ValidationResult:
-        result = coerce_input(ValidationResult, stage_input)
-        if isinstance(result, str):
-            return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, result)
-        return self._record(result, config)
-
-    @override
-    async def _arun(self, stage_input: object, config: RunnableConfig) -> ValidationResult:
-        # The fsync would block the event loop: it runs on a worker thread, where concurrent
-        # requests share it (the spool's group commit).
-        return await asyncio.to_thread(self._run, stage_input, config)
-
-    def _record(self, result: ValidationResult, config: RunnableConfig) -> ValidationResult:
+    def _run(self, state: Judged, config: RunnableConfig) -> Judged:
         metadata: Any = config.get("metadata") or {}
-        validation, query = audit_rows(result, metadata, version=__version__)
+        validation, query = audit_rows(state, metadata, version=__version__)
         try:
             self.store.record(validation, query)
         except AuditUnavailable as exc:
             logger.error("request failed closed: audit unavailable (%s)", exc)  # noqa: TRY400
-            return failed_validation(
-                result.request_id,
-                result.execution,
-                ReasonCode.AUDIT_WRITE_FAILED,
-                "audit: the request's record could not be made durable",
-            )
-        return result
+            message = "audit: the request's record could not be made durable"
+            return refailed(state, ReasonCode.AUDIT_WRITE_FAILED, message)
+        return state
 
-    def _fail_closed(
-        self, stage_input: object, reason: ReasonCode, message: str
-    ) -> ValidationResult:
-        if isinstance(stage_input, ValidationResult):
-            return failed_validation(stage_input.request_id, stage_input.execution, reason, message)
-        request_id = salvage_nested_request_id(stage_input, "execution", "prompt", "bundle")
-        return failed_validation(request_id, None, reason, message)
+    @override
+    async def _awork(self, stage_input: object, config: RunnableConfig) -> Judged:
+        # The fsync would block the event loop: it runs on a worker thread, where concurrent
+        # requests share it (the spool's group commit).
+        return await asyncio.to_thread(self._work, stage_input, config)
+
+    @override
+    def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Judged:
+        state = (
+            stage_input
+            if isinstance(stage_input, Judged)
+            else self._failed_input(stage_input, message)
+        )
+        return refailed(state, reason, message)

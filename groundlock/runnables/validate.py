@@ -1,4 +1,4 @@
-"""R5 as an LCEL stage: ``LLMExecutionResult`` -> ``ValidationResult`` (the firewall)."""
+"""R5 as an LCEL stage: an ``Answered`` state -> a ``Judged`` one (the firewall)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import ConfigDict, model_validator
 from typing_extensions import override
 
-from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.contracts.validation import JudgeRecord, JudgeVerdict, ValidationResult
-from groundlock.core.firewall import failed_validation, validate_answer
+from groundlock.core.firewall import validate_answer
 from groundlock.core.firewall.judge import JudgeQuestion, judge_questions, judged, verdicts_of
-from groundlock.core.intake import salvage_nested_request_id
-from groundlock.core.prompt import policy_mismatch
+from groundlock.core.skipped import unjudged
 from groundlock.errors import GroundlockError
 from groundlock.providers.judge import ChatModelJudge
-from groundlock.runnables._stage import PolicyStage, coerce_input
+from groundlock.runnables._stage import StateStage
 
 __all__ = ["ValidateAnswer"]
 
 
-class ValidateAnswer(PolicyStage[LLMExecutionResult, ValidationResult]):
+class ValidateAnswer(StateStage[Answered, Judged]):
     """R5: accept the model's answer exactly as written, or reject it with a reason code.
 
     It calls no model and never edits text (see :mod:`groundlock.core.firewall` for the
-    rules and their order). A FAILED execution passes its reason through.
+    rules and their order). A FAILED request passes its reason through.
 
     With a policy that names a ``support_judge``, a ``judge`` is required: a chat model
     (pinned like R4's, given the frozen judge prompt) or any runnable mapping
@@ -41,6 +41,8 @@ class ValidateAnswer(PolicyStage[LLMExecutionResult, ValidationResult]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     name: str | None = "R5.ValidateAnswer"
+    consumes = Answered
+    runs_on = frozenset({GenerationStatus.OK, GenerationStatus.NO_EVIDENCE})
     judge: Any = None
     """The support judge the policy's ``support_judge`` settings call for (None: no judge)."""
 
@@ -62,65 +64,71 @@ class ValidateAnswer(PolicyStage[LLMExecutionResult, ValidationResult]):
             raise GroundlockError("judge must be a chat model, a 'provider:model' or a Runnable")
         return self
 
-    def _run(self, stage_input: object, config: RunnableConfig) -> ValidationResult:
-        result = self._validated(stage_input)
-        questions = self._questions(result)
+    @override
+    def _run(self, state: Answered, config: RunnableConfig) -> Judged:
+        result = validate_answer(state, self.policy)
+        questions = self._questions(result, state)
         if not questions:
-            return result
+            return _judged(state, result)
         settings = self.policy.support_judge
         assert settings is not None  # noqa: S101  (questions exist only with a judge)
         if len(questions) > settings.max_sentences:
-            return self._record(result, questions, None, self._too_many(settings.max_sentences))
+            error = self._too_many(settings.max_sentences)
+            return _judged(state, self._record(result, questions, None, error))
         inputs = [q.as_input() for q in questions]
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         try:
             outputs = pool.submit(self.judge.batch, inputs, config).result(settings.timeout_seconds)
         except concurrent.futures.TimeoutError:
-            return self._record(result, questions, None, "timed out")
+            return _judged(state, self._record(result, questions, None, "timed out"))
         except Exception as exc:  # noqa: BLE001  (any judge failure is the judge's verdict)
-            return self._record(result, questions, None, f"failed ({type(exc).__name__})")
+            error = f"failed ({type(exc).__name__})"
+            return _judged(state, self._record(result, questions, None, error))
         finally:
             pool.shutdown(wait=False)  # a timed-out judge is abandoned, not waited for
-        return self._record(result, questions, outputs, None)
+        return _judged(state, self._record(result, questions, outputs, None))
 
     @override
-    async def _arun(self, stage_input: object, config: RunnableConfig) -> ValidationResult:
-        result = self._validated(stage_input)
-        questions = self._questions(result)
+    async def _arun(self, state: Answered, config: RunnableConfig) -> Judged:
+        result = validate_answer(state, self.policy)
+        questions = self._questions(result, state)
         if not questions:
-            return result
+            return _judged(state, result)
         settings = self.policy.support_judge
         assert settings is not None  # noqa: S101
         if len(questions) > settings.max_sentences:
-            return self._record(result, questions, None, self._too_many(settings.max_sentences))
+            error = self._too_many(settings.max_sentences)
+            return _judged(state, self._record(result, questions, None, error))
         inputs = [q.as_input() for q in questions]
         try:
             outputs = await asyncio.wait_for(
                 self.judge.abatch(inputs, config), settings.timeout_seconds
             )
         except TimeoutError:
-            return self._record(result, questions, None, "timed out")
+            return _judged(state, self._record(result, questions, None, "timed out"))
         except Exception as exc:  # noqa: BLE001  (any judge failure is the judge's verdict)
-            return self._record(result, questions, None, f"failed ({type(exc).__name__})")
-        return self._record(result, questions, outputs, None)
+            error = f"failed ({type(exc).__name__})"
+            return _judged(state, self._record(result, questions, None, error))
+        return _judged(state, self._record(result, questions, outputs, None))
 
-    def _validated(self, stage_input: object) -> ValidationResult:
-        execution = coerce_input(LLMExecutionResult, stage_input)
-        if isinstance(execution, str):
-            return self._fail_closed(stage_input, ReasonCode.INPUT_SCHEMA_INVALID, execution)
-        problem = policy_mismatch(execution.prompt.bundle, self.policy)
-        if problem is None and execution.prompt.refusal_text != self.policy.refusal_text:
-            problem = "prompt: demands another refusal text than this stage's policy"
-        if problem:
-            return failed_validation(
-                execution.request_id, execution, ReasonCode.INPUT_SCHEMA_INVALID, problem
+    @override
+    def _passed_over(self, state: Answered) -> Judged:
+        return unjudged(state)
+
+    @override
+    def verify(self, state: Answered) -> Outcome | None:
+        """An answer that arrived as data must answer a prompt with this policy's refusal."""
+        if state.prompt.refusal_text != self.policy.refusal_text:
+            return Outcome.failed(
+                ReasonCode.INPUT_SCHEMA_INVALID,
+                "prompt: demands another refusal text than this stage's policy",
             )
-        return validate_answer(execution, self.policy)
+        return None
 
-    def _questions(self, result: ValidationResult) -> tuple[JudgeQuestion, ...]:
+    def _questions(self, result: ValidationResult, state: Answered) -> tuple[JudgeQuestion, ...]:
         if self.judge is None:
             return ()
-        return judge_questions(result, self.policy)
+        return judge_questions(result, state.bundle, self.policy)
 
     def _record(
         self,
@@ -153,10 +161,17 @@ class ValidateAnswer(PolicyStage[LLMExecutionResult, ValidationResult]):
     def _too_many(limit: int) -> str:
         return f"the answer has more than {limit} sentences to judge"
 
-    def _fail_closed(
-        self, stage_input: object, reason: ReasonCode, message: str
-    ) -> ValidationResult:
-        if isinstance(stage_input, LLMExecutionResult):
-            return failed_validation(stage_input.request_id, stage_input, reason, message)
-        request_id = salvage_nested_request_id(stage_input, "prompt", "bundle")
-        return failed_validation(request_id, None, reason, message)
+
+def _judged(state: Answered, result: ValidationResult) -> Judged:
+    """``state`` with R5's verdict; the verdict decides the outcome."""
+    if result.validation_status is ValidationStatus.FAILED:
+        outcome = Outcome.failed(result.failure_reason or ReasonCode.INTERNAL_ERROR, result.message)
+    elif result.generation_status is GenerationStatus.NO_EVIDENCE:
+        outcome = (
+            state.outcome
+            if state.outcome.status is GenerationStatus.NO_EVIDENCE
+            else Outcome(status=GenerationStatus.NO_EVIDENCE, reason=None, message=None)
+        )
+    else:
+        outcome = Outcome.ok()
+    return state.judged(result, outcome=outcome)

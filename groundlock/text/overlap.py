@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from groundlock.text._cache import WeightedLRU
+from groundlock._caches import WeightedLRU
 
 __all__ = ["SHINGLE_CACHE", "covered_fraction", "shingle_set", "shingles"]
 

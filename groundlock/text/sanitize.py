@@ -31,8 +31,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from groundlock._caches import WeightedLRU
 from groundlock.citations.bracket_c import C_LOOKALIKES, SQUARE_CLOSE, SQUARE_OPEN
-from groundlock.text._cache import WeightedLRU
 from groundlock.text.fold import caseless
 
 __all__ = [

@@ -14,11 +14,10 @@ tokenising ~300 tokens costs far more than the rest of assembly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 from typing import TYPE_CHECKING
 
+from groundlock._caches import WeightedLRU, memoized
 from groundlock.errors import TokenizerUnavailableError
-from groundlock.text._cache import WeightedLRU
 
 if TYPE_CHECKING:
     from tiktoken import Encoding
@@ -99,7 +98,7 @@ class TokenCounter:
         return text if len(tokens) <= max_tokens else self.decode_prefix(tokens, max_tokens)
 
 
-@cache
+@memoized(None)
 def get_token_counter(encoding_name: str) -> TokenCounter:
     """Return the process-wide counter for ``encoding_name``, so its cache is shared."""
     return TokenCounter(load_encoding(encoding_name))

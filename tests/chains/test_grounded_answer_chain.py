@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableSequence
+from langchain_core.runnables import RunnableLambda, RunnableSequence
+from langchain_core.tracers.context import collect_runs
 from langchain_openai import ChatOpenAI
 
 from groundlock import (
@@ -241,10 +242,12 @@ def test_each_stage_is_a_named_run_carrying_request_policy_and_prompt_hash():
     bundle = make_bundle()
     calls = ModelCalls()
     grounded_answer_chain().invoke(bundle, config={"callbacks": [calls]})
-    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle)
+    prompt = (AssembleEvidence() | BuildPrompt()).invoke(bundle).prompt
     runs = dict(calls.runs)
     assert [name for name, _ in calls.runs] == ["groundlock.grounded_answer", *STAGES]
-    for name in ["groundlock.grounded_answer", *STAGES]:
+    # The chain's own run is a plain RunnableSequence's (it carries what the caller passes);
+    # every stage run carries the request, the policy and, from R3 on, the prompt's hash.
+    for name in STAGES:
         assert runs[name]["request_id"] == "req-1"
         assert runs[name]["policy_version"] == POLICY.policy_version
         assert runs[name]["policy_sha256"] == POLICY.policy_sha256
@@ -287,3 +290,52 @@ def test_one_structured_log_line_per_request_without_any_text(bundle, level, sta
 def test_extractive_default_model_is_used_when_none_is_given():
     chain = grounded_answer_chain()
     assert chain.steps[2].pinned.provider == ExtractiveChatModel.__name__
+
+
+class _CallsWithoutConfig(ExtractiveChatModel):
+    """A model that runs a runnable of its own without passing config (as wrappers do)."""
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        RunnableLambda(lambda text: text, name="inner.helper").invoke("x")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ):
+        await RunnableLambda(lambda text: text, name="inner.helper").ainvoke("x")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def _tree(run: Any, depth: int = 0) -> list[tuple[int, str]]:
+    return [(depth, run.name)] + [
+        line for child in run.child_runs for line in _tree(child, depth + 1)
+    ]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "batch"])
+def test_every_run_is_parented_under_the_chain_even_without_passed_config(mode: str):
+    chain = grounded_answer_chain(model=_CallsWithoutConfig())
+    with collect_runs() as collected:
+        if mode == "invoke":
+            response = chain.invoke(make_bundle())
+        elif mode == "ainvoke":
+            response = asyncio.run(chain.ainvoke(make_bundle()))
+        else:
+            response = chain.batch([make_bundle()])[0]
+    assert response.status is GenerationStatus.OK
+    roots = collected.traced_runs
+    assert [run.name for run in roots] == ["groundlock.grounded_answer"]
+    tree = _tree(roots[0])
+    stages = [name for depth, name in tree if depth == 1]
+    assert stages == STAGES
+    # the helper the model ran without config is inside R4's run, not a root of its own
+    # (a chat model sets no context for its own run, so the stage's run is its parent)
+    inner = tree.index((2, "inner.helper"))
+    assert [name for depth, name in tree[:inner] if depth == 1][-1] == "R4.ExecuteModel"
+
+
+def test_the_chain_draws_itself_from_a_fresh_install():
+    # grandalf is a declared dependency: LangChain needs it for draw_ascii but does not say so.
+    drawing = grounded_answer_chain().get_graph().draw_ascii()
+    positions = [drawing.index(name) for name in ["RetrievalBundle", *STAGES, "PublicResponse"]]
+    assert positions == sorted(positions)

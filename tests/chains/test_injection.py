@@ -108,13 +108,13 @@ def test_the_corpus_is_large_enough_to_mean_something():
 
 @pytest.mark.parametrize("payload", [p for p, _ in PAYLOADS])
 def test_each_payload_stays_inside_its_evidence_entry(payload):
-    prompt = (AssembleEvidence() | BuildPrompt()).invoke(_bundle(payload))
-    user = prompt.messages[1].content
+    state = (AssembleEvidence() | BuildPrompt()).invoke(_bundle(payload))
+    user = state.prompt.messages[1].content
     for tag in ("<evidence>", "</evidence>", "<question>", "</question>", "<output_rules>"):
         assert user.count(tag) == 1, tag
     assert "<system>" not in user
     headers = re.findall(r"^\[C\d+ \| chunk_id=", user, flags=re.MULTILINE)
-    assert len(headers) == len(prompt.bundle.selected_evidence) == 2
+    assert len(headers) == len(state.bundle.selected_evidence) == 2
 
 
 @pytest.mark.parametrize("payload", [p for p, _ in PAYLOADS])

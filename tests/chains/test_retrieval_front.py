@@ -22,7 +22,6 @@ from langchain_core.tracers.context import collect_runs
 from groundlock import (
     AccessPolicy,
     GenerationStatus,
-    GroundedAnswerChain,
     Principal,
     ReasonCode,
     RetrievalBundle,
@@ -581,10 +580,12 @@ def test_a_bundle_holds_exactly_the_best_admitted_rows_and_nothing_denied(
             assert f"CANARY-{document.id} " not in dumped
 
 
-def test_front_piped_into_the_chain_is_one_grounded_answer_chain() -> None:
+def test_a_chain_with_a_front_is_one_plain_sequence_named_as_the_chain() -> None:
     front = _front(cosine_store([(doc("c0", "The case drain filter is replaced yearly."), 0.9)]))
-    chain = front | grounded_answer_chain()
-    assert isinstance(chain, GroundedAnswerChain)
+    chain = grounded_answer_chain(front=front)
+    assert type(chain) is RunnableSequence
+    piped = front | grounded_answer_chain()  # plain LCEL piping gives the same steps
+    assert [s.name for s in piped.steps] == [s.name for s in chain.steps]
     assert [step.name for step in chain.steps][:2] == ["R1.RetrievalFront", "R2.AssembleEvidence"]
     runs = ModelCalls()
     observed = chain.invoke({"user_question": QUESTION, "request_id": "r-1"}, {"callbacks": [runs]})
@@ -592,8 +593,8 @@ def test_front_piped_into_the_chain_is_one_grounded_answer_chain() -> None:
     assert observed.model_dump(exclude={"latency_ms"}) == quiet.model_dump(exclude={"latency_ms"})
     names = [name for name, _ in runs.runs]
     assert names[:3] == ["groundlock.grounded_answer", "R1.RetrievalFront", "R2.AssembleEvidence"]
-    assert runs.runs[0][1]["request_id"] == "r-1"
-    assert isinstance(front | (lambda bundle: bundle), RunnableSequence)
+    # The chain's own run is a plain sequence's; every stage run carries the request id.
+    assert all(metadata["request_id"] == "r-1" for _, metadata in runs.runs[1:])
 
 
 # -- found in review ------------------------------------------------------------------------
@@ -683,7 +684,7 @@ def test_piped_into_a_chain_the_front_gates_with_the_chains_policy() -> None:
 
     strict = policy_with(policy_version="STRICT_QUESTIONS_V1", max_question_tokens=8)
     store = FixedScoreStore([(doc("c0"), 0.9)])
-    chain = _front(store) | grounded_answer_chain(policy=strict)
+    chain = grounded_answer_chain(front=_front(store), policy=strict)
     response = chain.invoke("How often is the case drain filter of the pump replaced, and why?")
     assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
     assert store.searches == []
@@ -783,12 +784,14 @@ def test_invisible_tags_are_no_tags_for_a_wildcard() -> None:
     assert units.admits({"business_unit": "MARINE"}, anyone)
 
 
-def test_pipe_adopts_the_chains_policy_like_the_operator() -> None:
+def test_a_front_piped_by_hand_keeps_its_own_gates_and_the_chain_still_refuses() -> None:
     from tests.builders import policy_with  # noqa: PLC0415
 
     strict = policy_with(policy_version="STRICT_QUESTIONS_V1", max_question_tokens=8)
     store = FixedScoreStore([(doc("c0"), 0.9)])
     chain = _front(store).pipe(grounded_answer_chain(policy=strict))
     response = chain.invoke("How often is the case drain filter of the pump replaced, and why?")
+    # Plain LCEL piping cannot hand the chain's policy to the front (``front=`` does): the
+    # front searches under its own gates, and R3 refuses under the chain's.
     assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
-    assert store.searches == []
+    assert len(store.searches) == 1

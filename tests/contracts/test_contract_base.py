@@ -7,31 +7,31 @@ from pydantic import ValidationError
 
 from groundlock import (
     AnswerBundle,
+    Answered,
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
     LLMExecutionResult,
+    Outcome,
     PromptBuildResult,
 )
 from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
 from tests.builders import sample_bundle
 
-RESULT: LLMExecutionResult = (AssembleEvidence() | BuildPrompt() | ExecuteModel()).invoke(
-    sample_bundle()
-)
+RESULT: Answered = (AssembleEvidence() | BuildPrompt() | ExecuteModel()).invoke(sample_bundle())
 
 
 def test_nesting_a_built_contract_does_not_check_it_again(monkeypatch):
     checked: list[str] = []
-    for model in (AnswerBundle, PromptBuildResult):
+    for model in (AnswerBundle, PromptBuildResult, LLMExecutionResult, Outcome):
         original = model._check
         monkeypatch.setattr(
             model,
             "_check",
             lambda self, _o=original: checked.append(type(self).__name__) or _o(self),
         )
-    LLMExecutionResult.model_validate({**dict(RESULT), "prompt": RESULT.prompt})
+    Answered.model_validate({**dict(RESULT), "prompt": RESULT.prompt})
     assert checked == []
 
 
@@ -39,14 +39,14 @@ def test_nested_input_that_is_not_a_built_instance_is_fully_checked():
     tampered = RESULT.prompt.model_dump()
     tampered["prompt_sha256"] = "0" * 64
     with pytest.raises(ValidationError, match="prompt_sha256 must be the sha256"):
-        LLMExecutionResult.model_validate({**dict(RESULT), "prompt": tampered})
+        Answered.model_validate({**dict(RESULT), "prompt": tampered})
 
 
 def test_json_round_trip_rechecks_everything():
-    assert LLMExecutionResult.model_validate_json(RESULT.model_dump_json()) == RESULT
+    assert Answered.model_validate_json(RESULT.model_dump_json()) == RESULT
     broken = RESULT.model_dump_json().replace('"anchor":"C1"', '"anchor":"C7"')
     with pytest.raises(ValidationError, match="anchors must be C0, C1"):
-        LLMExecutionResult.model_validate_json(broken)
+        Answered.model_validate_json(broken)
 
 
 def test_a_copy_with_changes_is_validated_like_any_new_contract():

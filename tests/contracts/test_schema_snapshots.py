@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from groundlock import (
     AnswerBundle,
+    Judged,
     LLMExecutionResult,
     Policy,
     PromptBuildResult,
@@ -34,6 +35,7 @@ SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
         (PromptBuildResult, "serialization"),
         (LLMExecutionResult, "serialization"),
         (ValidationResult, "serialization"),
+        (Judged, "serialization"),  # the run state with every section: what R6 and the trail read
         (PublicResponse, "serialization"),
         (PublicResponse, "validation"),
         (Policy, "validation"),

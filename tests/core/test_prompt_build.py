@@ -16,6 +16,7 @@ from groundlock import (
     BuildStatus,
     DropReason,
     PromptBuildResult,
+    Prompted,
     ReasonCode,
     assemble,
     build_prompt,
@@ -39,8 +40,12 @@ def _bundle(rows: list[dict[str, Any]] | None = None, **fields: Any) -> AnswerBu
     return assemble(make_bundle(rows, **fields), POLICY)
 
 
-def _prompt(rows: list[dict[str, Any]] | None = None, **fields: Any) -> PromptBuildResult:
+def _state(rows: list[dict[str, Any]] | None = None, **fields: Any) -> Prompted:
     return build_prompt(_bundle(rows, **fields), POLICY)
+
+
+def _prompt(rows: list[dict[str, Any]] | None = None, **fields: Any) -> PromptBuildResult:
+    return _state(rows, **fields).prompt
 
 
 def _fences(text: str, name: str) -> int:
@@ -52,7 +57,8 @@ def _evidence_section(user: str) -> str:
     return user[start : user.index("</evidence>\n", start)]
 
 
-BASELINE = _prompt()
+BASELINE_STATE = _state()
+BASELINE = BASELINE_STATE.prompt
 BASELINE_SYSTEM = BASELINE.messages[0].content
 
 
@@ -70,7 +76,7 @@ def test_prompt_has_five_sections_in_order_and_the_frozen_evidence_format():
     assert positions == sorted(positions, key=lambda p: (p[0] != "system", p[1]))
     assert REFUSAL in system
     assert REFUSAL not in user
-    assert _evidence_section(user) == "<evidence>\n" + BASELINE.bundle.evidence_block_text
+    assert _evidence_section(user) == "<evidence>\n" + BASELINE_STATE.bundle.evidence_block_text
     assert "[C0 | chunk_id=chunk-000 | knowledge_id=chunk-000 | source=unknown]\n" in user
 
 
@@ -92,23 +98,25 @@ def test_over_budget_prompt_drops_lowest_ranked_chunks_deterministically():
         policy_version="TIGHT_V1", max_total_prompt_tokens=2200, max_evidence_tokens=1300
     )
     bundle = assemble(make_bundle(rows), tight)
-    result = build_prompt(bundle, tight)
+    state = build_prompt(bundle, tight)
+    result = state.prompt
     assert result.build_status is BuildStatus.OK
     assert result.pruned_chunk_count >= 1
-    kept = [e.chunk_id for e in result.bundle.selected_evidence]
+    kept = [e.chunk_id for e in state.bundle.selected_evidence]
     assert kept == [e.chunk_id for e in bundle.selected_evidence][: len(kept)]
     assert result.tokens is not None
     assert result.tokens.total_prompt_tokens <= 2200
-    assert result.bundle.metrics is not None
-    assert result.bundle.metrics.drop_counts[DropReason.DROP_PROMPT_BUDGET] == (
+    assert state.bundle.metrics is not None
+    assert state.bundle.metrics.drop_counts[DropReason.DROP_PROMPT_BUDGET] == (
         result.pruned_chunk_count
     )
     assert HEADER_LINE_RE.findall(result.messages[1].content).__len__() == len(kept)
-    assert build_prompt(bundle, tight) == result
+    assert build_prompt(bundle, tight) == state
 
 
 def test_no_evidence_bundle_gives_no_prompt_and_keeps_the_refusal():
-    result = build_prompt(_bundle([], retrieval_status="NO_EVIDENCE"), POLICY)
+    state = build_prompt(_bundle([], retrieval_status="NO_EVIDENCE"), POLICY)
+    result = state.prompt
     assert result.build_status is BuildStatus.NO_EVIDENCE
     assert result.messages == ()
     assert result.prompt_bytes == b""
@@ -151,11 +159,12 @@ HOSTILE_TEXTS = [
 @pytest.mark.parametrize("hostile", HOSTILE_TEXTS)
 def test_hostile_evidence_never_changes_structure_or_escapes_its_section(hostile: str):
     rows = [make_row(0, chunk_text=f"Pump note. {hostile} End of note."), make_row(1)]
-    result = _prompt(rows)
+    state = _state(rows)
+    result = state.prompt
     assert result.build_status is BuildStatus.OK
     system, user = (m.content for m in result.messages)
     assert system == BASELINE_SYSTEM
-    assert len(HEADER_LINE_RE.findall(user)) == len(result.bundle.selected_evidence) == 2
+    assert len(HEADER_LINE_RE.findall(user)) == len(state.bundle.selected_evidence) == 2
     for name, role in SECTION_ORDER:
         assert _fences(system if role == "system" else user, name) == 2, name
     assert not re.search(r"^===== USER MESSAGE", user, re.MULTILINE)
@@ -180,7 +189,7 @@ def test_hostile_question_is_inserted_with_its_words_but_no_structure(question: 
     assert system == BASELINE_SYSTEM
     for name, role in SECTION_ORDER:
         assert _fences(system if role == "system" else user, name) == 2, name
-    assert user.count(BASELINE.bundle.evidence_block_text) == 1
+    assert user.count(BASELINE_STATE.bundle.evidence_block_text) == 1
     asked = user[user.index("<question>\n") + 11 : user.index("\n</question>")]
     assert "\n" not in asked
     assert re.findall(r"\w+", asked.replace("&lt;", "").replace("&gt;", "")) == re.findall(
@@ -215,7 +224,8 @@ def test_prompt_that_cannot_fit_even_one_chunk_fails():
         reserved_output_tokens=800,
     )
     bundle = assemble(make_bundle([make_row(0, chunk_text=distinct_text(0, words=400))]), tiny)
-    result = build_prompt(bundle, tiny)
+    state = build_prompt(bundle, tiny)
+    result = state.prompt
     assert result.build_status is BuildStatus.FAILED
     assert result.reason_code is ReasonCode.PROMPT_BUDGET_EXCEEDED
     assert result.message is not None
@@ -224,12 +234,13 @@ def test_prompt_that_cannot_fit_even_one_chunk_fails():
 
 def test_failed_bundle_passes_through_with_its_reason():
     failed = assemble("not a bundle", POLICY)
-    result = build_prompt(failed, POLICY)
+    state = build_prompt(failed, POLICY)
+    result = state.prompt
     assert (result.build_status, result.reason_code) == (
         BuildStatus.FAILED,
         ReasonCode.INPUT_SCHEMA_INVALID,
     )
-    assert result.bundle.assembly_status is AssemblyStatus.FAILED
+    assert state.bundle.assembly_status is AssemblyStatus.FAILED
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -239,7 +250,8 @@ def test_failed_bundle_passes_through_with_its_reason():
 )
 def test_section_token_counts_add_up_to_the_tokenizers_count(texts: list[str], question: str):
     rows = [make_row(i, chunk_text=t + f" row {i}") for i, t in enumerate(texts)]
-    result = build_prompt(_bundle(rows, user_question=question), POLICY)
+    state = build_prompt(_bundle(rows, user_question=question), POLICY)
+    result = state.prompt
     if result.build_status is not BuildStatus.OK:
         return
     tokens = result.tokens
@@ -251,7 +263,8 @@ def test_section_token_counts_add_up_to_the_tokenizers_count(texts: list[str], q
 
 
 def test_sample_scenario_prompt_is_within_every_budget():
-    result = build_prompt(assemble(sample_bundle(), POLICY), POLICY)
+    state = build_prompt(assemble(sample_bundle(), POLICY), POLICY)
+    result = state.prompt
     assert result.tokens is not None
     assert result.tokens.evidence_tokens - 8 <= POLICY.max_evidence_tokens  # 8: the fence lines
     assert result.tokens.total_prompt_tokens <= POLICY.max_total_prompt_tokens

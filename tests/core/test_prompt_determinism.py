@@ -35,8 +35,8 @@ _SCRIPT = (
     "import sys\n"
     "from groundlock import AssembleEvidence, BuildPrompt\n"
     "from tests.core.test_prompt_determinism import hostile_bundle\n"
-    "result = (AssembleEvidence() | BuildPrompt()).invoke(hostile_bundle())\n"
-    "sys.stdout.buffer.write(result.prompt_sha256.encode() + b'|' + result.prompt_bytes)\n"
+    "prompt = (AssembleEvidence() | BuildPrompt()).invoke(hostile_bundle()).prompt\n"
+    "sys.stdout.buffer.write(prompt.prompt_sha256.encode() + b'|' + prompt.prompt_bytes)\n"
 )
 
 
@@ -53,7 +53,7 @@ def test_prompt_bytes_are_identical_across_hash_seeds_and_processes():
         for seed in ("0", "7", "31337")
     }
     assert len(outputs) == 1
-    in_process = (AssembleEvidence() | BuildPrompt()).invoke(hostile_bundle())
+    in_process = (AssembleEvidence() | BuildPrompt()).invoke(hostile_bundle()).prompt
     assert outputs == {in_process.prompt_sha256.encode() + b"|" + in_process.prompt_bytes}
 
 
@@ -66,5 +66,5 @@ def test_invoke_ainvoke_and_batch_build_the_same_bytes():
         *chain.batch([bundle, bundle]),
         *asyncio.run(chain.abatch([bundle])),
     ]
-    assert len({r.prompt_bytes for r in results}) == 1
-    assert len({r.prompt_sha256 for r in results}) == 1
+    assert len({r.prompt.prompt_bytes for r in results}) == 1
+    assert len({r.prompt.prompt_sha256 for r in results}) == 1

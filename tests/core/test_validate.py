@@ -12,11 +12,11 @@ import time
 import pytest
 
 from groundlock import (
+    Answered,
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
     GenerationStatus,
-    LLMExecutionResult,
     ReasonCode,
     ValidationResult,
     ValidationStatus,
@@ -55,7 +55,7 @@ VALID = (
 )
 
 
-def executed(text: str, finish: str = "stop") -> LLMExecutionResult:
+def executed(text: str, finish: str = "stop") -> Answered:
     model = ScriptedChatModel(text=text, finish_reason=finish)
     return ExecuteModel(model=model, policy=POLICY).invoke(PROMPT)
 
@@ -340,9 +340,9 @@ def test_an_upstream_failure_passes_through_without_validation():
     failed = ExecuteModel(
         model=ScriptedChatModel(text=VALID, reported_model="other-model"), policy=POLICY
     )
-    execution = failed.invoke(PROMPT)
-    assert execution.reason_code is ReasonCode.MODEL_DRIFT
-    result = validate_answer(execution, POLICY)
+    state = failed.invoke(PROMPT)
+    assert state.execution.reason_code is ReasonCode.MODEL_DRIFT
+    result = validate_answer(state, POLICY)
     assert_rejected(result, ReasonCode.MODEL_DRIFT)
     assert result.grounding_metrics.sentence_count == 0
 
@@ -607,7 +607,7 @@ def test_instructions_spelled_with_case_tricks_are_still_instructions(instructio
     execution = ExecuteModel(model=obeying, policy=POLICY).invoke(prompt)
     assert validate_answer(execution, POLICY).failure_reason is ReasonCode.INSTRUCTION_FOLLOWED
     quoted = (
-        ExecuteModel(policy=POLICY).invoke(prompt).raw_model_text
+        ExecuteModel(policy=POLICY).invoke(prompt).execution.raw_model_text
     )  # the offline model never quotes it
     assert "inspection" not in quoted
 

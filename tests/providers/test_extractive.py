@@ -14,7 +14,7 @@ FRONT = AssembleEvidence() | BuildPrompt()
 
 
 def _answer(bundle: dict, **model_args) -> str:
-    prompt = FRONT.invoke(bundle)
+    prompt = FRONT.invoke(bundle).prompt
     messages = [SystemMessage(prompt.messages[0].content), HumanMessage(prompt.messages[1].content)]
     return str(ExtractiveChatModel(**model_args).invoke(messages).content)
 
@@ -55,7 +55,7 @@ def test_message_without_an_evidence_section_gets_the_refusal():
 
 
 def test_output_cap_cuts_the_answer_and_reports_length():
-    prompt = FRONT.invoke(sample_bundle())
+    prompt = FRONT.invoke(sample_bundle()).prompt
     messages = [HumanMessage(prompt.messages[1].content)]
     reply = ExtractiveChatModel(max_tokens=5).invoke(messages)
     assert reply.response_metadata["finish_reason"] == "length"
@@ -66,13 +66,13 @@ def test_output_cap_cuts_the_answer_and_reports_length():
 def test_stop_sequence_ends_the_answer_before_it():
     text = _answer(sample_bundle())
     cut = ExtractiveChatModel(stop=["operating"]).invoke(
-        [HumanMessage(FRONT.invoke(sample_bundle()).messages[1].content)]
+        [HumanMessage(FRONT.invoke(sample_bundle()).prompt.messages[1].content)]
     )
     assert cut.content == text[: text.index("operating")]
 
 
 def test_streaming_gives_the_same_text_with_usage_on_the_last_chunk():
-    messages = [HumanMessage(FRONT.invoke(sample_bundle()).messages[1].content)]
+    messages = [HumanMessage(FRONT.invoke(sample_bundle()).prompt.messages[1].content)]
     model = ExtractiveChatModel()
     chunks = list(model.stream(messages))
     assert "".join(str(c.content) for c in chunks) == model.invoke(messages).content
@@ -95,5 +95,5 @@ def test_quotes_at_most_max_sentences_in_evidence_order():
 
 
 def test_extract_answer_is_pure_and_deterministic():
-    prompt = FRONT.invoke(sample_bundle()).messages[1].content
+    prompt = FRONT.invoke(sample_bundle()).prompt.messages[1].content
     assert extract_answer(prompt, "R") == extract_answer(prompt, "R")

@@ -70,7 +70,7 @@ def test_the_callers_endpoint_headers_and_http_client_are_kept():
             use_responses_api=False,
         )  # fmt: skip
         stage = ExecuteModel(model=model)
-        assert stage.invoke(PROMPT).generation_status is GenerationStatus.OK
+        assert stage.invoke(PROMPT).execution.generation_status is GenerationStatus.OK
         (request,) = server.requests
     assert request.headers["x-team"] == "maintenance"
     assert request.headers["authorization"] == "Bearer sk-team"
@@ -112,11 +112,12 @@ def test_an_openai_reply_that_names_no_model_is_not_trusted():
     with FakeOpenAI() as server:
         server.script(Reply(model=""))
         model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=server.url)
-        result = ExecuteModel(model=model).invoke(PROMPT)
-    assert (result.generation_status, result.reason_code) == (
+        state = ExecuteModel(model=model).invoke(PROMPT)
+    assert (state.execution.generation_status, state.execution.reason_code) == (
         GenerationStatus.FAILED,
         ReasonCode.MODEL_DRIFT,
     )
+    assert (state.status, state.outcome.reason) == (GenerationStatus.FAILED, ReasonCode.MODEL_DRIFT)
 
 
 def test_malformed_usage_counts_are_recorded_as_unknown():

@@ -8,9 +8,10 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 
 from groundlock import (
-    AnswerBundle,
+    Assembled,
     AssembleEvidence,
     AssemblyStatus,
+    GenerationStatus,
     PolicyError,
     ReasonCode,
     RetrievalBundle,
@@ -23,7 +24,7 @@ from tests.contract_suite import StageContract
 class TestAssembleEvidenceContract(StageContract):
     run_name = "R2.AssembleEvidence"
     input_type = RetrievalBundle
-    output_type = AnswerBundle
+    output_type = Assembled
     canary = "depressurise the system"
 
     @pytest.fixture
@@ -49,10 +50,13 @@ class TestAssembleEvidenceContract(StageContract):
         monkeypatch.setattr("groundlock.core.assembly.ENTRY_FACTS", explode)
 
     def assert_failed_closed(self, output: Any) -> None:
-        assert output.assembly_status is AssemblyStatus.FAILED
-        assert output.reason_code is ReasonCode.INTERNAL_ERROR
+        assert output.status is GenerationStatus.FAILED
+        assert output.outcome.reason is ReasonCode.INTERNAL_ERROR
         assert output.request_id == "req-2026-11-22-0001"
-        assert output.evidence_block_text == ""
+        assert output.bundle.assembly_status is AssemblyStatus.FAILED
+        assert output.bundle.reason_code is ReasonCode.INTERNAL_ERROR
+        assert output.bundle.request_id == "req-2026-11-22-0001"
+        assert output.bundle.evidence_block_text == ""
 
 
 def test_policy_can_be_named_or_given_and_defaults_to_r2_policy_v2():
@@ -81,5 +85,10 @@ def test_unknown_policy_name_fails_at_construction_not_per_request():
 
 def test_stage_composes_in_lcel_and_never_raises_on_garbage():
     chain = RunnableLambda(lambda raw: raw) | AssembleEvidence()
-    statuses = [chain.invoke(item).assembly_status for item in ("junk", None, sample_bundle())]
-    assert statuses == [AssemblyStatus.FAILED, AssemblyStatus.FAILED, AssemblyStatus.OK]
+    states = [chain.invoke(item) for item in ("junk", None, sample_bundle())]
+    assert [s.bundle.assembly_status for s in states] == [
+        AssemblyStatus.FAILED, AssemblyStatus.FAILED, AssemblyStatus.OK,
+    ]  # fmt: skip
+    assert [s.status for s in states] == [
+        GenerationStatus.FAILED, GenerationStatus.FAILED, GenerationStatus.OK,
+    ]  # fmt: skip

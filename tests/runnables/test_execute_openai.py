@@ -18,14 +18,14 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from groundlock import (
+    Answered,
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
     FinishReason,
     GenerationStatus,
-    LLMExecutionResult,
     Policy,
-    PromptBuildResult,
+    Prompted,
     ReasonCode,
 )
 from groundlock.contracts.prompt import canonical_prompt_bytes
@@ -45,7 +45,7 @@ FAST = policy_with(
 )
 
 
-def _prompt_for(policy: Policy) -> PromptBuildResult:
+def _prompt_for(policy: Policy) -> Prompted:
     return (AssembleEvidence(policy=policy) | BuildPrompt(policy=policy)).invoke(sample_bundle())
 
 
@@ -75,9 +75,7 @@ def _model(server: FakeOpenAI, api: str, model: str = "gpt-4.1-mini") -> ChatOpe
     )
 
 
-def _execute(
-    server: FakeOpenAI, api: str, *steps: Any, policy=FAST
-) -> tuple[LLMExecutionResult, Sleeps]:
+def _execute(server: FakeOpenAI, api: str, *steps: Any, policy=FAST) -> tuple[Answered, Sleeps]:
     server.script(*steps)
     sleeps = Sleeps()
     stage = ExecuteModel(model=_model(server, api), policy=policy, sleep=sleeps)
@@ -102,17 +100,18 @@ def _assert_pinned_on_the_wire(request: Captured, api: str) -> None:
         assert request.path == "/v1/chat/completions"
         assert body["max_completion_tokens"] == 800
     sent = canonical_prompt_bytes(_wire_messages(request))
-    assert hashlib.sha256(sent).hexdigest() == PROMPT.prompt_sha256
+    assert hashlib.sha256(sent).hexdigest() == PROMPT.prompt.prompt_sha256
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_transient_failures_are_retried_with_identical_bytes_until_success(server, api):
-    result, sleeps = _execute(
+    state, sleeps = _execute(
         server, api,
         Drop(), Slow(1.0), Error(408), Error(429, headers={"retry-after": "1"}),
         Error(500), Error(502), Error(503), Reply(),
     )  # fmt: skip
-    assert result.generation_status is GenerationStatus.OK
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.OK
     assert len(server.requests) == result.attempt_count == 8 <= FAST.execution.max_attempts
     assert len({request.body for request in server.requests}) == 1
     for request in server.requests:
@@ -130,9 +129,10 @@ def test_retries_stop_at_the_policy_attempt_limit(server, api):
         policy_version="THREE_ATTEMPTS_V1",
         execution={**FAST.execution.model_dump(), "max_attempts": 3},
     )
-    result, sleeps = _execute(server, api, *[Error(503)] * 5, policy=limited)
-    assert result.generation_status is GenerationStatus.FAILED
-    assert result.reason_code is ReasonCode.MODEL_UNAVAILABLE
+    state, sleeps = _execute(server, api, *[Error(503)] * 5, policy=limited)
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.FAILED
+    assert state.outcome.reason is result.reason_code is ReasonCode.MODEL_UNAVAILABLE
     assert len(server.requests) == result.attempt_count == 3
     assert len(sleeps.waits) == 2
     assert result.raw_model_text == ""
@@ -157,9 +157,10 @@ def test_retries_stop_at_the_policy_attempt_limit(server, api):
          "should-retry-false"],
 )  # fmt: skip
 def test_non_transient_failures_are_sent_exactly_once(server, api, error, reason):
-    result, sleeps = _execute(server, api, error, Reply())
-    assert result.generation_status is GenerationStatus.FAILED
-    assert result.reason_code is reason
+    state, sleeps = _execute(server, api, error, Reply())
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.FAILED
+    assert state.outcome.reason is result.reason_code is reason
     assert len(server.requests) == result.attempt_count == 1
     assert sleeps.waits == []
     assert result.attempts[0].outcome == "error"
@@ -167,48 +168,54 @@ def test_non_transient_failures_are_sent_exactly_once(server, api, error, reason
 
 @pytest.mark.parametrize("api", APIS)
 def test_truncated_output_is_returned_with_finish_reason_length_for_the_validator(server, api):
-    result, _ = _execute(server, api, Reply(text="Cut off mid", finish="length"))
-    assert result.generation_status is GenerationStatus.OK
+    state, _ = _execute(server, api, Reply(text="Cut off mid", finish="length"))
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.OK
     assert result.finish_reason is FinishReason.LENGTH
     assert result.raw_model_text == "Cut off mid"
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_content_filtered_output_fails(server, api):
-    result, _ = _execute(server, api, Reply(text="", finish="content_filter"))
-    assert result.generation_status is GenerationStatus.FAILED
-    assert result.reason_code is ReasonCode.OUTPUT_CONTENT_FILTERED
+    state, _ = _execute(server, api, Reply(text="", finish="content_filter"))
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.FAILED
+    assert state.outcome.reason is result.reason_code is ReasonCode.OUTPUT_CONTENT_FILTERED
     assert result.finish_reason is FinishReason.CONTENT_FILTER
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_reply_from_another_model_is_model_drift_after_one_call(server, api):
-    result, _ = _execute(server, api, Reply(model="gpt-4o-mini-2024-07-18"))
-    assert result.generation_status is GenerationStatus.FAILED
-    assert result.reason_code is ReasonCode.MODEL_DRIFT
+    state, _ = _execute(server, api, Reply(model="gpt-4o-mini-2024-07-18"))
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.FAILED
+    assert state.outcome.reason is result.reason_code is ReasonCode.MODEL_DRIFT
     assert len(server.requests) == 1
     assert result.reported_model_name == "gpt-4o-mini-2024-07-18"
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_success_records_telemetry_from_the_provider(server, api):
-    result, _ = _execute(server, api, Reply())
-    assert result.generation_status is GenerationStatus.OK
+    state, _ = _execute(server, api, Reply())
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.OK
     assert result.raw_model_text == "The seal is replaced every 500 hours. [C0]"
     assert result.model_name == "gpt-4.1-mini"
     assert result.reported_model_name == "gpt-4.1-mini-2025-04-14"
     assert result.response_id == ("resp_fake_1" if api == "responses" else "chatcmpl-fake-1")
     assert (result.prompt_tokens_actual, result.completion_tokens_actual) == (321, 12)
     assert result.total_tokens_actual == 333
-    assert result.prompt_sha256 == PROMPT.prompt_sha256
+    assert state.prompt.prompt_sha256 == PROMPT.prompt.prompt_sha256  # the bytes sent
+    assert state.request_id == PROMPT.request_id
+    assert result.pinned is not None
     assert result.pinned.api == api
     assert result.llm_latency_ms > 0
 
 
 def test_retry_after_really_delays_the_next_attempt(server):
     server.script(Error(429, headers={"retry-after-ms": "1200", "retry-after": "9"}), Reply())
-    result = ExecuteModel(model=_model(server, "responses"), policy=FAST).invoke(PROMPT)
-    assert result.generation_status is GenerationStatus.OK
+    state = ExecuteModel(model=_model(server, "responses"), policy=FAST).invoke(PROMPT)
+    assert state.status is state.execution.generation_status is GenerationStatus.OK
     first, second = server.requests
     assert second.received_at - first.received_at >= 1.2  # retry-after-ms wins over seconds
 
@@ -227,8 +234,9 @@ def test_deadline_stops_retrying_before_it_would_be_passed(server):
         sleep=lambda seconds: clock.__setitem__("now", clock["now"] + seconds),
         clock=lambda: clock["now"],
     )
-    result = stage.invoke(_prompt_for(deadline))
-    assert result.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
+    state = stage.invoke(_prompt_for(deadline))
+    assert state.outcome.reason is state.execution.reason_code
+    assert state.execution.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
     assert len(server.requests) == 2  # waits of 2 s: a third attempt would start at 4 s > 3 s
 
 
@@ -240,8 +248,9 @@ def test_refused_connections_exhaust_attempts_as_model_unavailable():
         model="gpt-4.1-mini", api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1"
     )
     sleeps = Sleeps()
-    result = ExecuteModel(model=model, policy=FAST, sleep=sleeps).invoke(PROMPT)
-    assert result.reason_code is ReasonCode.MODEL_UNAVAILABLE
+    state = ExecuteModel(model=model, policy=FAST, sleep=sleeps).invoke(PROMPT)
+    result = state.execution
+    assert state.outcome.reason is result.reason_code is ReasonCode.MODEL_UNAVAILABLE
     assert result.attempt_count == FAST.execution.max_attempts
     assert {a.error_type for a in result.attempts} == {"OpenAIConnectionError"}
 
@@ -255,8 +264,9 @@ def test_async_path_retries_the_same_way(server, api):
         waits.append(seconds)
 
     stage = ExecuteModel(model=_model(server, api), policy=FAST, async_sleep=fake_sleep)
-    result = asyncio.run(stage.ainvoke(PROMPT))
-    assert result.generation_status is GenerationStatus.OK
+    state = asyncio.run(stage.ainvoke(PROMPT))
+    result = state.execution
+    assert state.status is result.generation_status is GenerationStatus.OK
     assert len(server.requests) == result.attempt_count == 2
     assert len(waits) == 1
     for request in server.requests:
@@ -273,8 +283,8 @@ def test_azure_openai_is_pinned_and_reaches_its_deployment(server):
         use_responses_api=False,
     )
     stage = ExecuteModel(model=model, policy=FAST)
-    result = stage.invoke(PROMPT)
-    assert result.generation_status is GenerationStatus.OK
+    state = stage.invoke(PROMPT)
+    assert state.status is state.execution.generation_status is GenerationStatus.OK
     (request,) = server.requests
     assert "/openai/deployments/maint-gpt41/chat/completions" in request.path
     assert request.json["temperature"] == 0.0
@@ -290,8 +300,8 @@ def test_provider_string_resolves_to_a_pinned_responses_api_model(server, monkey
     assert (stage.pinned.provider, stage.pinned.api, stage.pinned.store) == (
         "ChatOpenAI", "responses", False,
     )  # fmt: skip
-    result = stage.invoke(PROMPT)
-    assert result.generation_status is GenerationStatus.OK
+    state = stage.invoke(PROMPT)
+    assert state.status is state.execution.generation_status is GenerationStatus.OK
     _assert_pinned_on_the_wire(server.requests[0], "responses")
 
 
@@ -315,11 +325,12 @@ def test_the_deadline_bounds_real_wall_time_including_the_attempt_about_to_start
     stage = ExecuteModel(model=_model(server, "chat_completions"), policy=tight)
     prompt = _prompt_for(tight)
     started = time.monotonic()
-    result = stage.invoke(prompt)
+    state = stage.invoke(prompt)
     elapsed = time.monotonic() - started
-    assert result.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
+    assert state.outcome.reason is state.execution.reason_code
+    assert state.execution.reason_code is ReasonCode.MODEL_DEADLINE_EXCEEDED
     assert elapsed <= 1.0 + 0.25  # the deadline, plus scheduling slack
-    assert result.attempt_count == len(server.requests) == 3
+    assert state.execution.attempt_count == len(server.requests) == 3
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -336,7 +347,7 @@ def test_streaming_runs_send_the_same_request_as_invoke(server, api):
     first, second, third = server.requests
     assert first.body == second.body == third.body
     assert "stream" not in first.json or first.json["stream"] is False
-    assert streamed[-1].raw_model_text == invoked.raw_model_text
+    assert streamed[-1].execution.raw_model_text == invoked.execution.raw_model_text
 
 
 def test_a_callback_that_edits_the_messages_fails_the_request_even_when_the_reply_succeeds(server):
@@ -346,8 +357,13 @@ def test_a_callback_that_edits_the_messages_fails_the_request_even_when_the_repl
 
     server.script(Reply())
     stage = ExecuteModel(model=_model(server, "chat_completions"), policy=FAST)
-    result = stage.invoke(PROMPT, config={"callbacks": [Tamper()]})
+    state = stage.invoke(PROMPT, config={"callbacks": [Tamper()]})
+    result = state.execution
     assert (result.generation_status, result.reason_code) == (
+        GenerationStatus.FAILED,
+        ReasonCode.PROMPT_INTEGRITY,
+    )
+    assert (state.status, state.outcome.reason) == (
         GenerationStatus.FAILED,
         ReasonCode.PROMPT_INTEGRITY,
     )

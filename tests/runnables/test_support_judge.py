@@ -121,8 +121,10 @@ def test_a_flagging_policy_records_the_verdict_and_passes(server):
     server.script(_verdict("unsupported", 0.1), _verdict("unsupported", 0.1))
     stage = ValidateAnswer(policy=policy, judge=_judge(server))
     chain = _chain(_judge(server), policy)
-    execution = (chain.steps[0] | chain.steps[1] | chain.steps[2]).invoke(sample_bundle())
-    result = stage.invoke(execution)
+    answered = (chain.steps[0] | chain.steps[1] | chain.steps[2]).invoke(sample_bundle())
+    state = stage.invoke(answered)
+    assert state.status is GenerationStatus.OK
+    result = state.validation
     assert result.generation_status is GenerationStatus.OK
     assert result.judge is not None
     assert [(v.sentence, v.supported) for v in result.judge.verdicts] == [(1, False), (2, False)]
@@ -150,8 +152,10 @@ def test_any_runnable_can_judge_and_its_name_is_recorded():
     judge = RunnableLambda(entails, name="nli-judge")
     stage = ValidateAnswer(policy=JUDGED, judge=judge)
     chain = _chain(judge)
-    execution = (chain.steps[0] | chain.steps[1] | chain.steps[2]).invoke(sample_bundle())
-    result = stage.invoke(execution)
+    answered = (chain.steps[0] | chain.steps[1] | chain.steps[2]).invoke(sample_bundle())
+    state = stage.invoke(answered)
+    assert state.outcome.reason is ReasonCode.SUPPORT_JUDGE_REJECTED
+    result = state.validation
     assert result.failure_reason is ReasonCode.SUPPORT_JUDGE_REJECTED
     assert result.judge is not None
     assert result.judge.judge == "nli-judge"

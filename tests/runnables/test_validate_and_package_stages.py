@@ -9,16 +9,16 @@ from typing import Any, ClassVar
 import pytest
 
 from groundlock import (
+    Answered,
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
     GenerationStatus,
-    LLMExecutionResult,
+    Judged,
     PackageResponse,
     PublicResponse,
     ReasonCode,
     ValidateAnswer,
-    ValidationResult,
     ValidationStatus,
     load_policy,
 )
@@ -34,7 +34,7 @@ ROWS = [
 PROMPT = (AssembleEvidence() | BuildPrompt()).invoke(make_bundle(ROWS))
 
 
-def _executed(text: str) -> LLMExecutionResult:
+def _executed(text: str) -> Answered:
     return ExecuteModel(model=ScriptedChatModel(text=text)).invoke(PROMPT)
 
 
@@ -50,8 +50,8 @@ VERDICTS = [ValidateAnswer().invoke(e) for e in EXECUTIONS]
 class TestValidateAnswerContract(StageContract):
     run_name: ClassVar[str] = "R5.ValidateAnswer"
     canary: ClassVar[str] = CANARY
-    input_type: ClassVar[type] = LLMExecutionResult
-    output_type: ClassVar[type] = ValidationResult
+    input_type: ClassVar[type] = Answered
+    output_type: ClassVar[type] = Judged
 
     @pytest.fixture
     def stage(self) -> ValidateAnswer:
@@ -66,21 +66,27 @@ class TestValidateAnswerContract(StageContract):
         return {"generation_status": "OK", "raw_model_text": "x"}
 
     def break_stage(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        def explode(execution: LLMExecutionResult, policy: object) -> None:
-            raise RuntimeError(execution.raw_model_text)
+        def explode(state: Answered, policy: object) -> None:
+            raise RuntimeError(state.execution.raw_model_text)
 
         monkeypatch.setattr("groundlock.runnables.validate.validate_answer", explode)
 
     def assert_failed_closed(self, output: Any) -> None:
-        assert output.failure_reason is ReasonCode.INTERNAL_ERROR
-        assert output.validated_answer_text == ""
-        assert output.execution is EXECUTIONS[0]  # the audit trail keeps what was validated
+        assert output.status is GenerationStatus.FAILED
+        assert output.outcome.reason is ReasonCode.INTERNAL_ERROR
+        assert output.validation.validation_status is ValidationStatus.FAILED
+        assert output.validation.failure_reason is ReasonCode.INTERNAL_ERROR
+        assert output.validation.validated_answer_text == ""
+        # the audit trail keeps what was validated
+        assert output.execution is EXECUTIONS[0].execution
+        assert output.prompt is EXECUTIONS[0].prompt
+        assert output.bundle is EXECUTIONS[0].bundle
 
 
 class TestPackageResponseContract(StageContract):
     run_name: ClassVar[str] = "R6.PackageResponse"
     canary: ClassVar[str] = CANARY
-    input_type: ClassVar[type] = ValidationResult
+    input_type: ClassVar[type] = Judged
     output_type: ClassVar[type] = PublicResponse
 
     @pytest.fixture
@@ -96,8 +102,8 @@ class TestPackageResponseContract(StageContract):
         return {"validation_status": "PASSED"}
 
     def break_stage(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        def explode(result: ValidationResult) -> None:
-            raise RuntimeError(result.validated_answer_text)
+        def explode(state: Judged) -> None:
+            raise RuntimeError(state.validation.validated_answer_text)
 
         monkeypatch.setattr("groundlock.runnables.package.package_response", explode)
 
@@ -108,10 +114,12 @@ class TestPackageResponseContract(StageContract):
 
 
 def test_the_verdicts_cover_ok_failed_and_refusal():
-    assert [v.generation_status for v in VERDICTS] == [
+    expected = [
         GenerationStatus.OK, GenerationStatus.OK, GenerationStatus.FAILED,
         GenerationStatus.NO_EVIDENCE,
     ]  # fmt: skip
+    assert [v.validation.generation_status for v in VERDICTS] == expected
+    assert [v.status for v in VERDICTS] == expected
 
 
 def test_r5_validates_an_execution_that_arrives_as_json_the_same_way():
@@ -123,18 +131,22 @@ def test_r5_validates_an_execution_that_arrives_as_json_the_same_way():
 def test_r5_refuses_an_execution_from_another_policy():
     other = policy_with(policy_version="PLANT_POLICY_V2")
     result = ValidateAnswer(policy=other).invoke(EXECUTIONS[0])
-    assert result.failure_reason is ReasonCode.INPUT_SCHEMA_INVALID
-    assert result.validated_answer_text == ""
+    assert result.status is GenerationStatus.FAILED
+    assert result.outcome.reason is ReasonCode.INPUT_SCHEMA_INVALID
+    assert result.validation.failure_reason is ReasonCode.INPUT_SCHEMA_INVALID
+    assert result.validation.validated_answer_text == ""
 
 
 def test_r6_refuses_a_forged_passed_verdict_that_arrives_as_data():
     rejected = VERDICTS[2]
-    assert rejected.validation_status is ValidationStatus.FAILED
+    assert rejected.validation.validation_status is ValidationStatus.FAILED
     forged = json.loads(rejected.model_dump_json())
-    forged.update(
+    forged["validation"].update(
         validation_status="PASSED", generation_status="OK", failure_reason=None, message=None,
         validated_answer_text=rejected.execution.raw_model_text, validated_citations=["C0"],
     )  # fmt: skip
+    forged["outcome"] = {"status": "OK", "reason": None, "message": None}
+    Judged.model_validate(forged)  # a well-formed state: only R6's own check can refuse it
     response = PackageResponse().invoke(forged)
     assert response.status is GenerationStatus.FAILED
     assert response.failure_reason is ReasonCode.INPUT_SCHEMA_INVALID
@@ -149,7 +161,7 @@ def test_r6_accepts_a_genuine_verdict_that_arrives_as_data():
 
 def test_bad_input_to_r6_names_its_request_when_it_can():
     broken = json.loads(VERDICTS[0].model_dump_json())
-    broken["validated_citations"] = "C0"
+    broken["validation"]["validated_citations"] = "C0"
     response = PackageResponse().invoke(broken)
     assert (response.request_id, response.failure_reason) == (
         "req-1",

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from pydantic import ValidationError
 
 from groundlock.stores import DeltaAuditStore, FeedbackRow, QueryRow, ValidationRow
-from groundlock.stores.rows import arrow_schema, to_arrow
+from groundlock.stores.arrow import arrow_schema, to_arrow
 from tests.stores.rows import query_row, validation_row
 
 

@@ -355,7 +355,7 @@ def _queries_table_from_before_new_columns(root: Path) -> int:
     """
     from arro3.core import Schema, Table  # noqa: PLC0415
 
-    from groundlock.stores.rows import to_arrow  # noqa: PLC0415
+    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
 
     current = to_arrow(QueryRow, [query_row(request_id="old", run_id="old")])
     keep = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from groundlock.text._cache import WeightedLRU
+from groundlock._caches import WeightedLRU
 
 
 def test_hits_refresh_recency_so_the_least_recent_entry_is_evicted():

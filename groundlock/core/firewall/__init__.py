@@ -18,8 +18,8 @@ Pure logic: no LangChain, no network.
 from __future__ import annotations
 
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
-from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.state import Answered
 from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
 from groundlock.core.firewall.answer import ParsedAnswer, parse_answer
 from groundlock.core.firewall.metrics import grounding_metrics
@@ -32,20 +32,23 @@ from groundlock.policies.model import Policy
 __all__ = ["failed_validation", "findings_of", "upstream_failure", "validate_answer"]
 
 
-def validate_answer(execution: LLMExecutionResult, policy: Policy) -> ValidationResult:
-    """The verdict on ``execution``'s answer under ``policy`` and its firewall ruleset.
+def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
+    """The verdict on ``state``'s answer under ``policy`` and its firewall ruleset.
 
-    A FAILED execution passes its reason through unvalidated (there is no answer to judge);
+    A FAILED request passes its reason through unvalidated (there is no answer to judge);
     a NO_EVIDENCE one is validated like any answer, so its refusal must be exact.
     """
-    if execution.generation_status is GenerationStatus.FAILED:
-        return upstream_failure(execution)
+    execution = state.execution
+    if state.outcome.status is GenerationStatus.FAILED:
+        return upstream_failure(state)
     ruleset = load_ruleset(policy.firewall_ruleset)
     ctx = Context(
         execution=execution,
+        bundle=state.bundle,
         policy=policy,
         ruleset=ruleset,
-        entries={e.anchor: e for e in execution.prompt.bundle.selected_evidence},
+        entries={e.anchor: e for e in state.bundle.selected_evidence},
+        request_id=state.request_id,
     )
     answer = parse_answer(execution.raw_model_text, ctx.entries, ruleset.grammar, ruleset.segmenter)
     # What the answer cites anywhere: headings and labels are read against it.
@@ -77,12 +80,10 @@ def _verdict(
     answer: ParsedAnswer, ctx: Context, findings: tuple[FirewallFinding, ...]
 ) -> ValidationResult:
     metrics = grounding_metrics(answer, ctx)
-    execution = ctx.execution
     failure = next((f for f in findings if f.mode == "enforce"), None)
     if failure is not None:
         return failed_validation(
-            execution.request_id,
-            execution,
+            ctx.request_id,
             failure.reason,
             failure.message,
             metrics,
@@ -95,7 +96,7 @@ def _verdict(
         status = GenerationStatus.OK
         citations = tuple(dict.fromkeys(answer.used_anchors))
     return ValidationResult(
-        request_id=execution.request_id,
+        request_id=ctx.request_id,
         generation_status=status,
         validation_status=ValidationStatus.PASSED,
         failure_reason=None,
@@ -106,23 +107,20 @@ def _verdict(
         firewall_ruleset=ctx.ruleset.name,
         firewall_ruleset_sha256=ctx.ruleset.sha256,
         findings=findings,
-        execution=execution,
     )
 
 
-def upstream_failure(execution: LLMExecutionResult) -> ValidationResult:
+def upstream_failure(state: Answered) -> ValidationResult:
     """R5's result for a request that failed before there was an answer to validate."""
     return failed_validation(
-        execution.request_id,
-        execution,
-        execution.reason_code or ReasonCode.INTERNAL_ERROR,
-        execution.message,
+        state.request_id,
+        state.outcome.reason or ReasonCode.INTERNAL_ERROR,
+        state.outcome.message,
     )
 
 
 def failed_validation(
     request_id: str | None,
-    execution: LLMExecutionResult | None,
     reason: ReasonCode,
     message: str | None,
     metrics: GroundingMetrics | None = None,
@@ -143,5 +141,4 @@ def failed_validation(
         firewall_ruleset=ruleset.name if ruleset is not None else None,
         firewall_ruleset_sha256=ruleset.sha256 if ruleset is not None else None,
         findings=findings,
-        execution=execution,
     )

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from groundlock._caches import WeightedLRU, memoized
 from groundlock.core.firewall.injection import instruction_parts
 from groundlock.core.firewall.lexicon import unaccented, words
 from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.core.firewall.values import ValueIndex, Vocabulary, index_values
-from groundlock.text._cache import WeightedLRU
 
 __all__ = ["Facts", "facts", "question_facts", "stem", "stems", "vocabulary"]
 
@@ -46,7 +45,7 @@ _IRREGULAR = {
 """Irregular verb forms, so ``found`` meets ``find`` (a stemmer alone cannot)."""
 
 
-@lru_cache(maxsize=65536)
+@memoized(65536)
 def stem(word: str) -> str:
     """A light stem of a caseless word: crude on purpose, both sides reduce alike.
 
@@ -67,7 +66,7 @@ def stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=4096)
+@memoized(4096)
 def stems(text: str, stopwords: frozenset[str]) -> frozenset[str]:
     """The stems of ``text``'s words that are not stop words.
 
@@ -151,7 +150,7 @@ def facts(text: str, ruleset: Ruleset) -> Facts:
     return _FACTS((ruleset, text, True))
 
 
-@lru_cache(maxsize=256)
+@memoized(256)
 def question_facts(question: str, ruleset: Ruleset) -> Facts:
     """The facts of a question: all of it counts (a value it names is not new)."""
     return _facts((ruleset, question, False))

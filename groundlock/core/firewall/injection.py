@@ -19,8 +19,8 @@ regulation about chatbots stay evidence.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
+from groundlock._caches import memoized
 from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.text.fold import caseless, fold
 
@@ -43,7 +43,7 @@ def _weak_re(ruleset: Ruleset) -> re.Pattern[str] | None:
     return _pattern(ruleset, "weak") if ruleset.entries("injection", "weak") else None
 
 
-@lru_cache(maxsize=4096)
+@memoized(4096)
 def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     """Whether ``text`` contains an instruction aimed at the model.
 
@@ -66,7 +66,7 @@ def _reduced(text: str, ruleset: Ruleset) -> str:
     return fold(text)
 
 
-@lru_cache(maxsize=256)
+@memoized(256)
 def instruction_parts(text: str, ruleset: Ruleset) -> tuple[tuple[str, bool], ...]:
     """``text``'s sentences, each with whether it belongs to an instruction to the model.
 

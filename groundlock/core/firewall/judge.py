@@ -16,10 +16,11 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from groundlock._caches import memoized
+from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import (
@@ -75,7 +76,7 @@ class JudgePrompt:
         return self.system, user.replace("{{sentence}}", question.text, 1)
 
 
-@cache
+@memoized(None)
 def load_judge_prompt(version: str) -> JudgePrompt:
     """Load a built-in judge prompt, refusing it if its sha256 lock disagrees.
 
@@ -102,17 +103,17 @@ def load_judge_prompt(version: str) -> JudgePrompt:
     return JudgePrompt(version=version, sha256=sha256, system=system.strip(), user=user)
 
 
-def judge_questions(result: ValidationResult, policy: Policy) -> tuple[JudgeQuestion, ...]:
+def judge_questions(
+    result: ValidationResult, bundle: AnswerBundle, policy: Policy
+) -> tuple[JudgeQuestion, ...]:
     """The questions for the judge: every cited, stating sentence of a passed OK answer."""
-    execution = result.execution
     if (
-        execution is None
-        or result.validation_status is not ValidationStatus.PASSED
+        result.validation_status is not ValidationStatus.PASSED
         or result.generation_status is not GenerationStatus.OK
     ):
         return ()
     ruleset = load_ruleset(policy.firewall_ruleset)
-    entries = {e.anchor: e for e in execution.prompt.bundle.selected_evidence}
+    entries = {e.anchor: e for e in bundle.selected_evidence}
     answer = parse_answer(result.validated_answer_text, entries, ruleset.grammar, ruleset.segmenter)
     return tuple(
         JudgeQuestion(s.number, s.text.strip(), tuple(e.sanitized_text for e in s.cited))

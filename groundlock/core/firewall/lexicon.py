@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
+from groundlock._caches import memoized
 from groundlock.text.fold import caseless
 
 __all__ = [
@@ -42,7 +42,7 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(caseless(text))
 
 
-@lru_cache(maxsize=16384)
+@memoized(16384)
 def unaccented(word: str) -> str:
     """``word`` without its accents (``zürich``: ``zurich``, ``são``: ``sao``).
 
@@ -54,7 +54,7 @@ def unaccented(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-@lru_cache(maxsize=1024)
+@memoized(1024)
 def plain(text: str) -> str:
     """``text`` caseless, with every apostrophe straight.
 
@@ -64,7 +64,7 @@ def plain(text: str) -> str:
     return caseless(text).translate(_APOSTROPHE_MAP)
 
 
-@lru_cache(maxsize=1024)
+@memoized(1024)
 def folded_id(text: str) -> str:
     """An id made caseless, once per id (ids keep their apostrophes, as sentences do)."""
     return caseless(text)
@@ -75,7 +75,7 @@ def content_words(text: str, stopwords: frozenset[str]) -> set[str]:
     return {w for w in words(text) if w not in stopwords}
 
 
-@lru_cache(maxsize=1024)
+@memoized(1024)
 def entry_content_words(text: str, stopwords: frozenset[str]) -> frozenset[str]:
     """:func:`content_words` of an evidence text, cached by text."""
     return frozenset(content_words(text, stopwords))

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
+from groundlock._caches import memoized
 from groundlock.core.firewall.evidence import stem
 from groundlock.core.firewall.lexicon import words
 from groundlock.core.firewall.ruleset import Ruleset
@@ -123,7 +123,7 @@ _COPULAS = frozenset("is are was were be been being".split())
 ``are affected``); a noun after them asserts nothing (``is the permit``)."""
 
 
-@lru_cache(maxsize=4096)
+@memoized(4096)
 def clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
     """The clauses of a sentence or an evidence sentence."""
     found = []

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from enum import StrEnum
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from groundlock._caches import memoized
 from groundlock.core.firewall.lexicon import apostrophes, plain, words
 from groundlock.text.fold import fold
 
@@ -189,7 +189,7 @@ def _conditional(folded: str, at: int, conditions: re.Pattern[str]) -> bool:
     return conditions.match(text) is not None
 
 
-@lru_cache(maxsize=16)
+@memoized(16)
 def _refusal_forms(refusal: str) -> tuple[str, re.Pattern[str] | None, str]:
     """The refusal normalised, a search for its marker (if it has one), and its sentence."""
     wanted = " ".join(words(refusal))
@@ -200,7 +200,7 @@ def _refusal_forms(refusal: str) -> tuple[str, re.Pattern[str] | None, str]:
     return wanted, marker_re, " ".join(words(refusal[marker.end() :]))
 
 
-@lru_cache(maxsize=16)
+@memoized(16)
 def _vocabulary(refusal: str) -> frozenset[str]:
     return frozenset(refusal.split())
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from groundlock.contracts.assembly import SelectedEvidence
+from groundlock.contracts.assembly import AnswerBundle, SelectedEvidence
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
@@ -46,17 +46,21 @@ class Context:
     """Everything a rule may read besides the answer itself."""
 
     execution: LLMExecutionResult
+    bundle: AnswerBundle
+    """The evidence the prompt held (the run state's, after any pruning)."""
     policy: Policy
     ruleset: Ruleset
     entries: Mapping[str, SelectedEvidence]
     """Every evidence entry of the request by anchor (not only the cited ones)."""
+    request_id: str | None = None
+    """The request the answer replies to."""
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     """What one rule computed about this answer that another reads too (per sentence)."""
 
     @cached_property
     def question(self) -> str:
         """The user's question (values and names it contains are not new)."""
-        return self.execution.prompt.bundle.user_question or ""
+        return self.bundle.user_question or ""
 
     @cached_property
     def refusal(self) -> Refusal:

@@ -20,7 +20,6 @@ a ruleset names them; it cannot add new ones.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -30,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+from groundlock._caches import memoized
 from groundlock.citations import CitationGrammar, grammar_named
 from groundlock.errors import GroundlockError
 from groundlock.text.sentences import Segmenter
@@ -164,7 +164,7 @@ def _manifest(directory: Path, name: str) -> dict[str, Any]:
     return manifest
 
 
-@functools.cache
+@memoized(None)
 def load_ruleset(name: str) -> Ruleset:
     """Load the built-in ruleset ``name`` and verify it against its lock.
 

@@ -10,9 +10,9 @@ acronym must itself occur in the evidence.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import ClassVar
 
+from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import LineKind, Sentence
 from groundlock.core.firewall.entities import (
@@ -34,7 +34,7 @@ def _connectors(ruleset: Ruleset) -> frozenset[str]:
     return frozenset(ruleset.entries("entities", "connectors"))
 
 
-@lru_cache(maxsize=4096)
+@memoized(4096)
 def _spelled_out(acronym: str, text: str, connectors: frozenset[str]) -> bool:
     return initials_match(acronym, text, connectors)
 

@@ -36,7 +36,8 @@ class OutputTruncated:
     def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
         """A finding when the model's finish reason is ``length``."""
         if ctx.execution.finish_reason is FinishReason.LENGTH:
-            cap = ctx.execution.pinned.max_output_tokens
+            pinned = ctx.execution.pinned
+            cap = pinned.max_output_tokens if pinned is not None else None
             yield Finding(self.name, self.reason, f"answer: cut at the output cap ({cap} tokens)")
 
 

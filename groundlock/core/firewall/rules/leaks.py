@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import cache
 from typing import ClassVar
 
+from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
@@ -82,7 +82,7 @@ def _bounded_in(token: str, text: str, joining: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-@cache
+@memoized(None)
 def _template_ngrams(version: str, size: int) -> frozenset[tuple[str, ...]]:
     template = load_template(version)
     grams: set[tuple[str, ...]] = set()

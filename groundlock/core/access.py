@@ -18,7 +18,6 @@ A vector store answers with documents, raw scores and metadata. Before any of it
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from groundlock._caches import memoized
 from groundlock._frozen import FrozenModel
 from groundlock.contracts._fields import Identifier
 
@@ -199,7 +199,7 @@ class AccessPolicy(FrozenModel):
         return admits
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(4096)
 def _is_tag(value: str) -> bool:
     """Whether ``value`` is a tag a grant could name (an identifier: visible, one line)."""
     try:

@@ -1,6 +1,6 @@
-"""The retrieval front: a question in, a :class:`~groundlock.RetrievalBundle` out.
+"""R1, the retrieval front: a question in, a :class:`~groundlock.RetrievalBundle` out.
 
-``RetrievalFront(source=...) | grounded_answer_chain(...)`` answers a plain question from
+``grounded_answer_chain(front=RetrievalFront(source=...))`` answers a plain question from
 any LangChain vector store, or any retriever that reports a score per document. The front
 ranks what the store returns from 0, maps raw scores to [0, 1] by a named
 :class:`~groundlock.ScoreNormalization`, maps chunk metadata onto the row fields, and drops
@@ -15,8 +15,6 @@ is on, a retriever that raised) never reaches the store or the model: the front 
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 import math
 import numbers
@@ -26,17 +24,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeAlias, TypeGuard
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
-from langsmith import tracing_context
 from pydantic import (
     ConfigDict,
     Field,
@@ -48,13 +39,11 @@ from pydantic import (
 )
 from typing_extensions import override
 
-from groundlock.chains.answer import GroundedAnswerChain
+from groundlock._lc import asearch_unobserved, relevance_function, search_unobserved
 from groundlock.contracts._fields import Identifier
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
-from groundlock.core.intake import Rejection, read_bundle, salvage_identity
-from groundlock.core.prompt import checked_question
-from groundlock.core.retrieval import (
+from groundlock.core.access import (
     ROW_FIELDS,
     AccessPolicy,
     Principal,
@@ -62,6 +51,8 @@ from groundlock.core.retrieval import (
     normalization,
     row_payload,
 )
+from groundlock.core.intake import Rejection, read_bundle, salvage_identity
+from groundlock.core.prompt import checked_question
 from groundlock.runnables._stage import PolicyStage
 from groundlock.text.tokens import get_token_counter
 
@@ -97,8 +88,8 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     first ``top_k`` admitted rows are ranked 0, 1, ... in the store's order.
 
     A retriever's search runs without a run of its own: its run would hand every document
-    it found, denied ones included, to callbacks, tracers and ``astream_events``. Piped
-    into a :class:`~groundlock.GroundedAnswerChain`, the front checks questions with the
+    it found, denied ones included, to callbacks, tracers and ``astream_events``. Given to
+    :func:`~groundlock.grounded_answer_chain` as its ``front``, it checks questions with the
     chain's policy.
 
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -182,7 +173,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
             self._strategy = f"vector_store:{type(self._store).__name__}"
             if self.normalization.relevance:
                 try:
-                    self._relevance = self._store._select_relevance_score_fn()
+                    self._relevance = relevance_function(self._store)
                 except NotImplementedError:
                     raise ValueError(
                         f"{type(self._store).__name__} defines no relevance function; name "
@@ -191,25 +182,6 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         else:
             self._strategy = f"retriever:{type(source).__name__}"
         return self
-
-    @override
-    def __or__(self, other: Any) -> RunnableSerializable[Any, Any]:
-        # front | grounded_answer_chain(...) stays a GroundedAnswerChain, with the front as
-        # its first step: the chain's run name, and its direct calls when nobody observes.
-        if isinstance(other, GroundedAnswerChain):
-            # The front's gates (question limits and token budget) must be the chain's.
-            first = other.first
-            front = self
-            if isinstance(first, PolicyStage) and first.policy != self.policy:
-                front = self.model_copy(update={"policy": first.policy})
-            return GroundedAnswerChain(front, *other.steps, name=other.name)
-        return super().__or__(other)
-
-    @override
-    def pipe(self, *others: Any, name: str | None = None) -> RunnableSerializable[Any, Any]:
-        if len(others) == 1 and name is None and isinstance(others[0], GroundedAnswerChain):
-            return self | others[0]
-        return super().pipe(*others, name=name)
 
     @property
     def rows_to_fetch(self) -> int:
@@ -221,7 +193,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     # -- the stage ------------------------------------------------------------------------
 
     @override
-    def _run(self, stage_input: object, config: RunnableConfig) -> RetrievalBundle | Rejection:
+    def _work(self, stage_input: object, config: RunnableConfig) -> RetrievalBundle | Rejection:
         plan = self._plan(stage_input, config)
         if isinstance(plan, Rejection):
             return plan
@@ -233,7 +205,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         return self._outcome(plan, found, started)
 
     @override
-    async def _arun(
+    async def _awork(
         self, stage_input: object, config: RunnableConfig
     ) -> RetrievalBundle | Rejection:
         plan = self._plan(stage_input, config)
@@ -363,7 +335,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         if isinstance(target, VectorStore):
             return target.similarity_search_with_score(question, k=self.rows_to_fetch, **kwargs)
         if isinstance(target, BaseRetriever):
-            return self._scored(contextvars.copy_context().run(_untraced, target, question))
+            return self._scored(search_unobserved(target, question))
         raise TypeError("the front was built without a source")
 
     async def _asearch(self, question: str, kwargs: dict[str, Any]) -> object:
@@ -373,8 +345,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
                 question, k=self.rows_to_fetch, **kwargs
             )
         if isinstance(target, BaseRetriever):
-            # A task runs in a copy of the context: untracing it changes nothing outside.
-            return self._scored(await asyncio.create_task(_auntraced(target, question)))
+            return self._scored(await asearch_unobserved(target, question))
         raise TypeError("the front was built without a source")
 
     def _scored(self, documents: object) -> Hits:
@@ -464,48 +435,6 @@ def _are_hits(found: object) -> TypeGuard[Hits]:
     return isinstance(found, list) and all(
         isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[0], Document) for hit in found
     )
-
-
-def _unobserved() -> None:
-    """Leave the current (copied) context with nothing that could observe a run.
-
-    Three ways a run started inside a retriever would still be reported: the parent's
-    config that ``ensure_config`` picks up for a nested ``invoke()`` with no config (it
-    carries the caller's handlers, a tracer, an event stream), the configure hooks
-    (``collect_runs``, usage callbacks), and LangSmith tracing. Handlers attached to a
-    hook only through an environment variable by a third-party integration are beyond
-    reach; groundlock registers none.
-    """
-    var_child_runnable_config.set(None)
-    tracing_v2_callback_var.set(None)
-    for hook, *_ in _configure_hooks:
-        hook.set(None)
-
-
-def _untraced(retriever: BaseRetriever, question: str) -> list[Document]:
-    """The retriever's own search, with no run, callback or tracer to see its documents.
-
-    ``retriever.invoke`` would report every document it found, denied ones included, to
-    the caller's callbacks, to LangSmith when tracing is on, and to ``astream_events``.
-    This is ``invoke`` minus its run (``BaseRetriever`` calls the same method), in a
-    context where nothing observes what it calls in turn. Run it in a copied context.
-    """
-    _unobserved()
-    with tracing_context(enabled=False):
-        if retriever._new_arg_supported:
-            noop = CallbackManagerForRetrieverRun.get_noop_manager()
-            return retriever._get_relevant_documents(question, run_manager=noop)
-        return retriever._get_relevant_documents(question)  # type: ignore[call-arg]
-
-
-async def _auntraced(retriever: BaseRetriever, question: str) -> list[Document]:
-    """Async twin of :func:`_untraced`; run it as a task (a copied context)."""
-    _unobserved()
-    with tracing_context(enabled=False):
-        if retriever._new_arg_supported:
-            noop = AsyncCallbackManagerForRetrieverRun.get_noop_manager()
-            return await retriever._aget_relevant_documents(question, run_manager=noop)
-        return await retriever._aget_relevant_documents(question)  # type: ignore[call-arg]
 
 
 def _is_number(value: object) -> bool:

@@ -1,13 +1,13 @@
-"""``groundlock records``, ``feedback`` and ``report``: every exit code, run as a user would.
+"""``groundlock records`` and ``feedback``: every exit code, run as a user would.
 
-Most tests call :func:`groundlock.cli.main` in-process against a real store; the exit
-hygiene test (reliability notes T22) runs the installed command 100 times in subprocesses.
+Most tests call :func:`groundlock.cli.main` in-process against a real store (``store_uri``,
+from this folder's ``conftest.py``); the exit hygiene test (reliability notes T22) runs the
+installed command 100 times in subprocesses.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -17,25 +17,8 @@ from typing import Any
 
 import pytest
 
-from groundlock import grounded_answer_chain
 from groundlock.cli import main
 from groundlock.stores import DeltaAuditStore, FeedbackRow, ValidationRow
-from tests.builders import make_bundle, make_row
-from tests.fakes.chat import ScriptedChatModel
-
-
-@pytest.fixture(scope="module")
-def store_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("cli") / "audit"
-    store = DeltaAuditStore(root)
-    chain = grounded_answer_chain(store=store)
-    for number in range(6):
-        chain.invoke(make_bundle(request_id=f"ok-{number}"))
-    chain.invoke(make_bundle(request_id="refused", results=[make_row(0, similarity=0.01)]))
-    rejected = grounded_answer_chain(store=store, model=ScriptedChatModel(text="Fine [C7]."))
-    rejected.invoke(make_bundle(request_id="rejected"))
-    store.close()
-    return str(root)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -151,34 +134,6 @@ def test_a_missing_store_exits_1_without_creating_it(
     assert not (tmp_path / "none").exists()
 
 
-def test_report_is_self_contained_html_with_charts(
-    store_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out_file = tmp_path / "report.html"
-    code, out, _ = _run(capsys, "report", "--store", store_uri, "--out", str(out_file))
-    page = out_file.read_text(encoding="utf-8")
-    assert code == 0
-    assert "report of 8 request(s)" in out
-    assert "Policy R2_POLICY_V2" in page
-    assert page.count("<svg") >= 3  # status over time, latency, tokens
-    assert "Failure reasons over time" in page
-    assert re.search(r"<td>All</td><td>1</td>", page)  # the one rejected answer
-    assert "INVALID_CITATION_REFERENCE" in page
-    assert re.search(r"<td>Requests</td>|<th>Requests</th>", page)
-    assert not re.search(r"<script|<link|src=|href=|@import|url\(", page, re.IGNORECASE)
-
-
-def test_report_escapes_what_the_table_holds(tmp_path: Path) -> None:
-    from groundlock.stores.report import render_report  # noqa: PLC0415
-    from tests.stores.rows import validation_row  # noqa: PLC0415
-
-    now = datetime.now(UTC)
-    row = validation_row(policy_version="<script>alert(1)</script>")
-    page = render_report([row], [], since=now - timedelta(hours=1), until=now + timedelta(hours=1))
-    assert "<script>" not in page
-    assert "&lt;script&gt;" in page
-
-
 def test_the_cli_exits_cleanly_100_times(store_uri: str) -> None:
     # T22: each run reads the validations table and commits one feedback row; delta-rs
     # must not abort the interpreter at exit ("terminate called without an active exception").
@@ -219,20 +174,3 @@ def test_list_refuses_a_range_that_ends_before_it_starts(
     code = _run(capsys, "records", "list", "--store", store_uri, "--since", "2026-02-01",
                 "--until", "2026-01-01")[0]  # fmt: skip
     assert code == 2
-
-
-def test_a_long_report_range_widens_its_bars_instead_of_dropping_rows() -> None:
-    from groundlock.stores.report import render_report  # noqa: PLC0415
-    from tests.stores.rows import validation_row  # noqa: PLC0415
-
-    since = datetime(2026, 1, 1, tzinfo=UTC)
-    until = datetime(2027, 12, 31, tzinfo=UTC)
-    late = validation_row(
-        timestamp_utc=since + timedelta(days=500), status="FAILED", validation_status="FAILED",
-        generation_status="FAILED", failure_reason="EMPTY_ANSWER",
-    )  # fmt: skip
-    page = render_report([late], [], since=since, until=until)
-    bars = re.findall(r"<title>([^<]*) FAILED: 1</title>", page)
-    assert len(bars) == 1
-    assert "Requests per week" in page
-    assert page.count("<rect x=") <= 400 + 30  # status bars, plus one histogram

@@ -1,23 +1,68 @@
-"""The auditors' report: one self-contained HTML file over a time range of the audit trail.
+"""``groundlock report``: the auditors' report, one self-contained HTML file.
 
-Per policy version: status and failure-reason counts over time, citation health, and the
-distributions of latency and tokens, with charts drawn as inline SVG. The file loads
-nothing from anywhere (no script, no stylesheet, no font), so it can be archived and opened
-offline years later, and every value from the table is HTML-escaped.
+The command reads a time range of the audit trail (the last seven days unless told) and
+writes :func:`render_report`'s page. The page covers, per policy version: status and
+failure-reason counts over time, citation health, and the distributions of latency and
+tokens, with charts drawn as inline SVG. It loads nothing from anywhere (no script, no
+stylesheet, no font), so it can be archived and opened offline years later, and every value
+from the table is HTML-escaped. The rendering lives here rather than with the store because
+it is command output: the store holds rows, and this is one way of printing them.
 """
 
 from __future__ import annotations
 
+import argparse
 import html
 import math
 import statistics
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from groundlock.stores.rows import FeedbackRow, ValidationRow
+from groundlock.cli._shared import (
+    Parser,
+    UsageError,
+    open_store,
+    range_options,
+    sql_time,
+    store_option,
+    where,
+)
+from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow
 
-__all__ = ["render_report"]
+__all__ = ["add_commands", "render_report"]
+
+
+def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``report`` to the command line."""
+    report = commands.add_parser("report", help="write the auditors' HTML report")
+    store_option(report)
+    range_options(report)
+    report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    report.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    until = args.until or datetime.now(UTC)
+    since = args.since or until - timedelta(days=7)
+    if since >= until:
+        raise UsageError("--since must be before --until")
+    args.since, args.until = since, until
+    rows = store.select(ValidationRow, where(args))
+    window = f"timestamp_utc >= {sql_time(since)} AND timestamp_utc < {sql_time(until)}"
+    feedback = store.select(FeedbackRow, window)
+    try:
+        args.out.write_text(
+            render_report(rows, feedback, since=since, until=until), encoding="utf-8"
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
+    sys.stdout.write(f"report of {len(rows)} request(s) written to {args.out}\n")
+    return 0
+
 
 _STATUS_COLOURS = {"OK": "#2e7d32", "NO_EVIDENCE": "#f9a825", "FAILED": "#c62828"}
 _STYLE = """

@@ -1,0 +1,161 @@
+"""Every process-wide cache of groundlock, in one registry, with one way to clear them.
+
+groundlock memoises pure functions of immutable input, under three policies:
+
+* **weighted** (:class:`WeightedLRU`): per-text results (token counts, sanitised text,
+  shingles, evidence facts), bounded by the bytes they hold;
+* **counted** (:func:`memoized` with a ``maxsize``): small results of small keys (a word's
+  look-alike folding, a clause's polarity), bounded by entry count;
+* **frozen** (:func:`memoized` with ``maxsize=None``): what is loaded from the package's own
+  hash-locked files (policies, templates, rulesets, tokenizers), one entry per file.
+
+Every cache registers here when it is created. :func:`clear_caches` empties them all (a
+long-running process that wants its memory back, a test that must start cold) and
+:func:`cache_report` says what each holds. A guard test keeps ``functools`` caches out of
+every other module, so nothing escapes the registry.
+
+Per-text caches (token counts, sanitised text, shingles) keep hot chunks cheap, but a count
+bound is no memory bound when an attacker may send 50k-character chunks: 16,384 of those is
+gigabytes. Each entry here is weighed (roughly in bytes) and the least recently used entries
+are evicted once the total passes ``max_weight``. An entry heavier than ``max_weight / 64``
+is computed but not kept, so a single huge text cannot flush the whole cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
+
+__all__ = ["CacheInfo", "WeightedLRU", "cache_report", "clear_caches", "memoized"]
+
+_FUNCTION_CACHES: dict[str, functools._lru_cache_wrapper[Any]] = {}
+_WEIGHTED: weakref.WeakValueDictionary[str, WeightedLRU[Any, Any]] = weakref.WeakValueDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class CacheInfo:
+    """Counters for tests and benchmarks."""
+
+    hits: int
+    misses: int
+    entries: int
+    weight: int
+
+
+class WeightedLRU(Generic[K, V]):
+    """Memoise ``compute`` with an LRU policy bounded by total weight.
+
+    >>> lengths = WeightedLRU(len, weigh=lambda key, value: len(key), max_weight=64 * 10)
+    >>> lengths("abc"), lengths("abc"), lengths.info().hits
+    (3, 3, 1)
+    """
+
+    def __init__(
+        self,
+        compute: Callable[[K], V],
+        *,
+        weigh: Callable[[K, V], int],
+        max_weight: int,
+        name: str | None = None,
+    ) -> None:
+        self._compute = compute
+        self._weigh = weigh
+        self._max_weight = max_weight
+        self._max_entry_weight = max_weight // 64
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._weight = 0
+        self._hits = 0
+        self._misses = 0
+        self._lock = threading.Lock()
+        module = getattr(compute, "__module__", None) or type(compute).__module__
+        label = name or f"{module}.{getattr(compute, '__qualname__', 'compute')}"
+        with _REGISTRY_LOCK:  # (weakly: a cache owned by an object goes with it)
+            _WEIGHTED[f"{label}#{id(self):x}"] = self
+
+    def __call__(self, key: K) -> V:
+        # A hit takes no lock: the OrderedDict's own operations are atomic under the GIL,
+        # and a key evicted between the lookup and the recency update is simply not moved.
+        # (Half the cost of a hit was the lock, and R2 looks up about 40 texts a request.)
+        found = self._entries.get(key)
+        if found is not None:
+            try:  # noqa: SIM105  (contextlib.suppress would cost a third of the hit)
+                self._entries.move_to_end(key)
+            except KeyError:
+                pass
+            self._hits += 1  # exact single-threaded; may undercount under concurrency
+            return found[0]
+        with self._lock:
+            self._misses += 1
+        value = self._compute(key)  # outside the lock: computing may be slow
+        weight = self._weigh(key, value)
+        if weight > self._max_entry_weight:
+            return value
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (value, weight)
+                self._weight += weight
+                while self._weight > self._max_weight:
+                    _, (_, evicted) = self._entries.popitem(last=False)
+                    self._weight -= evicted
+        return value
+
+    def info(self) -> CacheInfo:
+        """Current hits, misses, entry count and total weight."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, len(self._entries), self._weight)
+
+    def clear(self) -> None:
+        """Drop every entry and reset the counters."""
+        with self._lock:
+            self._entries.clear()
+            self._weight = self._hits = self._misses = 0
+
+
+def memoized(maxsize: int | None) -> Callable[[Callable[..., T]], functools._lru_cache_wrapper[T]]:
+    """``functools.lru_cache(maxsize)``, registered so that :func:`clear_caches` reaches it.
+
+    ``maxsize=None`` is for the frozen policy only: results loaded from the package's own
+    files, whose number bounds the cache.
+    """
+
+    def register(function: Callable[..., T]) -> functools._lru_cache_wrapper[T]:
+        cached = functools.lru_cache(maxsize=maxsize)(function)
+        with _REGISTRY_LOCK:
+            _FUNCTION_CACHES[f"{function.__module__}.{function.__qualname__}"] = cached
+        return cached
+
+    return register
+
+
+def clear_caches() -> None:
+    """Empty every groundlock cache in this process (results are recomputed on demand)."""
+    with _REGISTRY_LOCK:
+        functions = list(_FUNCTION_CACHES.values())
+        weighted = list(_WEIGHTED.values())
+    for function in functions:
+        function.cache_clear()
+    for cache in weighted:
+        cache.clear()
+
+
+def cache_report() -> dict[str, CacheInfo]:
+    """What each registered cache holds now, by name (weight is 0 for counted caches)."""
+    with _REGISTRY_LOCK:
+        functions = dict(_FUNCTION_CACHES)
+        weighted = dict(_WEIGHTED)
+    report = {
+        name: CacheInfo(info.hits, info.misses, info.currsize, 0)
+        for name, info in ((n, f.cache_info()) for n, f in functions.items())
+    }
+    report.update({name: cache.info() for name, cache in weighted.items()})
+    return report

@@ -1,0 +1,177 @@
+"""Every private LangChain name groundlock touches, in one module, with a shape check.
+
+groundlock uses LangChain's public API everywhere else. A private name appears here only
+where a safety property needs it:
+
+* **Stage data stays out of event streams.** ``astream_events`` and ``astream_log`` are how
+  an app streams to its readers; a stage's run would hand them the evidence, the prompt
+  and the model's answer before R5 has judged it. Their handlers carry LangChain's own
+  marks (``_StreamingCallbackHandler``, ``_V2StreamingCallbackHandler``), which LangChain
+  checks itself; :func:`without_stream_readers` removes those handlers from a stage's run.
+* **A retriever's search reports to no one.** R1's search would otherwise report every
+  document it found, denied ones included, to callbacks, tracers and event streams:
+  :func:`search_unobserved` runs it with the context's observers cleared (the configure
+  hooks, the tracing context variable, the inherited child config) and calls the
+  retriever's documented override point, ``_get_relevant_documents``, without a run.
+* **A store's relevance scale is the store's.** ``_select_relevance_score_fn`` names it.
+* **Pinning is verified against the bytes LangChain would send.** langchain-openai's
+  ``_get_request_payload`` builds the request an OpenAI-family model will make.
+
+:func:`check_shape` runs at import: a changed name or shape raises
+:class:`LangChainShapeError` at once, rather than letting a guard fail open. The conformance
+test (``tests/test_lc_shape.py``) also checks that LangChain has no stream handler this
+module does not know.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    BaseCallbackManager,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers._streaming import (
+    _StreamingCallbackHandler,
+    _V2StreamingCallbackHandler,
+)
+from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
+from langchain_core.vectorstores import VectorStore
+from langsmith import tracing_context
+
+from groundlock.errors import GroundlockError
+
+__all__ = [
+    "STREAM_READER_MARKS",
+    "LangChainShapeError",
+    "asearch_unobserved",
+    "check_shape",
+    "openai_request_payload",
+    "relevance_function",
+    "search_unobserved",
+    "without_stream_readers",
+]
+
+STREAM_READER_MARKS: tuple[type, ...] = (_StreamingCallbackHandler, _V2StreamingCallbackHandler)
+"""The classes LangChain marks the handlers of ``astream_events``/``astream_log`` with."""
+
+ManagerT = TypeVar("ManagerT", bound=BaseCallbackManager)
+
+
+class LangChainShapeError(GroundlockError):
+    """A private LangChain name groundlock relies on is missing or has another shape."""
+
+
+def without_stream_readers(manager: ManagerT) -> ManagerT:
+    """``manager`` without the handlers that stream to an application's readers.
+
+    Only for a run nested in another (a stage in the chain): a stage invoked on its own is
+    the root run, and is what its caller streams. ``manager`` must be the run's own copy.
+    """
+    if manager.parent_run_id is None:
+        return manager
+    for handler in [*manager.handlers, *manager.inheritable_handlers]:
+        if isinstance(handler, STREAM_READER_MARKS):
+            manager.remove_handler(handler)
+    return manager
+
+
+def _clear_observers() -> None:
+    """Clear, in the current (copied) context, everything that could observe a run."""
+    var_child_runnable_config.set(None)
+    tracing_v2_callback_var.set(None)
+    for hook, *_ in _configure_hooks:
+        hook.set(None)
+
+
+def _search(retriever: BaseRetriever, question: str) -> list[Document]:
+    _clear_observers()
+    with tracing_context(enabled=False):
+        if retriever._new_arg_supported:
+            noop = CallbackManagerForRetrieverRun.get_noop_manager()
+            return retriever._get_relevant_documents(question, run_manager=noop)
+        return retriever._get_relevant_documents(question)  # type: ignore[call-arg]
+
+
+async def _asearch(retriever: BaseRetriever, question: str) -> list[Document]:
+    _clear_observers()
+    with tracing_context(enabled=False):
+        if retriever._new_arg_supported:
+            noop = AsyncCallbackManagerForRetrieverRun.get_noop_manager()
+            return await retriever._aget_relevant_documents(question, run_manager=noop)
+        return await retriever._aget_relevant_documents(question)  # type: ignore[call-arg]
+
+
+def search_unobserved(retriever: BaseRetriever, question: str) -> list[Document]:
+    """The retriever's own search, with no run, callback or tracer to see its documents.
+
+    ``retriever.invoke`` minus its run, in a copy of the context where nothing observes what
+    the search calls in turn; the caller's context is untouched.
+    """
+    return contextvars.copy_context().run(_search, retriever, question)
+
+
+async def asearch_unobserved(retriever: BaseRetriever, question: str) -> list[Document]:
+    """Async twin of :func:`search_unobserved` (a task runs in a copy of the context)."""
+    import asyncio  # noqa: PLC0415  (only the async path needs it)
+
+    return await asyncio.create_task(_asearch(retriever, question))
+
+
+def relevance_function(store: VectorStore) -> Callable[[float], float]:
+    """The store's own map from raw scores to relevance in [0, 1].
+
+    Raises ``NotImplementedError`` for a store that defines none.
+    """
+    return store._select_relevance_score_fn()
+
+
+def openai_request_payload(model: Any, messages: list[BaseMessage]) -> Mapping[str, Any]:  # noqa: ANN401  (any BaseChatOpenAI)
+    """The request body langchain-openai would send for ``messages`` (no network call)."""
+    payload: Mapping[str, Any] = model._get_request_payload(messages)
+    return payload
+
+
+def check_shape() -> None:
+    """Raise :class:`LangChainShapeError` if a private name above changed its shape."""
+    problems = [
+        f"{mark!r} is no longer a class"
+        for mark in STREAM_READER_MARKS
+        if not isinstance(mark, type)
+    ]
+    if not isinstance(_configure_hooks, list) or any(
+        not isinstance(entry, tuple)
+        or len(entry) != 4
+        or not isinstance(entry[0], contextvars.ContextVar)
+        for entry in _configure_hooks
+    ):
+        problems.append("_configure_hooks is no longer a list of (ContextVar, ...) 4-tuples")
+    for owner, name in (
+        (BaseRetriever, "_get_relevant_documents"),
+        (BaseRetriever, "_aget_relevant_documents"),
+        (VectorStore, "_select_relevance_score_fn"),
+    ):
+        if not callable(getattr(owner, name, None)):
+            problems.append(f"{owner.__name__}.{name} is gone")
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415
+    except ImportError:  # pragma: no cover  (langchain-openai is a dependency)
+        pass
+    else:
+        if not callable(getattr(BaseChatOpenAI, "_get_request_payload", None)):
+            problems.append("BaseChatOpenAI._get_request_payload is gone")
+    if problems:
+        raise LangChainShapeError(
+            "langchain-core or langchain-openai changed a name groundlock's safety relies on: "
+            + "; ".join(problems)
+        )
+
+
+check_shape()

@@ -1,0 +1,58 @@
+"""The ``groundlock`` command: serving and the audit trail from a shell.
+
+``groundlock ask`` answers a bundle (or a JSONL batch of them); ``groundlock validate``
+judges an existing answer without any model; ``groundlock serve`` serves the chain over
+HTTP; ``groundlock records`` lists, filters and
+shows audit rows, and compacts and vacuums the tables; ``groundlock feedback`` records a
+reader's rating; ``groundlock report`` writes the auditors' HTML report. The store is
+``--store URI`` or ``$GROUNDLOCK_STORE``; object-store credentials come from the
+environment, where delta-rs looks for them.
+
+Exit codes (``002``'s convention): 0 done (a list that matches nothing included), 1 the
+operation failed or ``show``/``feedback`` found no record of the request, 2 a usage error.
+Reads go through delta-rs's own query engine, never pyarrow, which can abort at interpreter
+exit after a read.
+
+This module only assembles the parser and turns errors into exit codes; each command lives
+with its arguments in :mod:`~groundlock.cli.chain` (ask, validate, serve),
+:mod:`~groundlock.cli.records` (records, feedback) or :mod:`~groundlock.cli.report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from groundlock.cli import chain, records, report
+from groundlock.cli._shared import Parser, UsageError
+from groundlock.stores import AuditUnavailable
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        sys.stderr.write(f"groundlock: error: {exc}\n")
+        return 2
+    except (AuditUnavailable, ValueError) as exc:
+        sys.stderr.write(f"groundlock: {exc}\n")
+        return 1
+    except Exception as exc:  # noqa: BLE001  (no traceback for the operator; the kind only)
+        sys.stderr.write(f"groundlock: failed ({type(exc).__name__})\n")
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="groundlock", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    for module in (chain, records, report):  # the order of ``groundlock --help``
+        module.add_commands(commands)
+    return parser

@@ -1,0 +1,267 @@
+"""The commands that run the chain: ``ask``, ``validate`` and ``serve``.
+
+``ask`` answers one bundle (a file or stdin) or a JSONL batch; ``validate`` judges an
+answer someone already has, by replaying it through the chain instead of calling a model;
+``serve`` starts uvicorn workers that each build the chain from the environment. What only
+one command needs (uvicorn above all, the replay model, the chain builder) is imported
+inside that command, so no other command pays for it. :class:`ServeLimits` is light and is
+read when the parser is built, because ``serve`` has one flag per limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from groundlock.cli._shared import Parser, UsageError, store_option, table_lines
+from groundlock.serve.limits import ServeLimits
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import RunnableSequence
+
+    from groundlock.contracts.response import PublicResponse
+
+__all__ = ["add_commands"]
+
+
+def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``ask``, ``validate`` and ``serve`` to the command line."""
+    ask = commands.add_parser("ask", help="answer a bundle (a JSON file, or stdin)")
+    source = ask.add_mutually_exclusive_group()
+    source.add_argument("--bundle", type=Path, help="a bundle JSON file (default: stdin)")
+    source.add_argument("--batch", type=Path, help="a JSONL file of bundles, one per line")
+    ask.add_argument("--json", action="store_true", help="print the PublicResponse as JSON")
+    ask.add_argument("--model", help="provider:model (default: the offline model)")
+    ask.add_argument("--policy", help="policy version (default: the library's default)")
+    ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
+    store_option(ask, default=None)
+    ask.set_defaults(handler=_ask)
+
+    validate = commands.add_parser(
+        "validate", help="judge an existing answer against a bundle, without a model"
+    )
+    validate.add_argument("--bundle", type=Path, required=True)
+    validate.add_argument("--answer-file", type=Path, required=True)
+    validate.add_argument("--policy", help="policy version (default: the library's default)")
+    validate.set_defaults(handler=_validate)
+
+    serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
+    serve.add_argument("--model", help="provider:model (default: the offline model)")
+    serve.add_argument("--policy", help="policy version (default: the library's default)")
+    store_option(serve)
+    for field in dataclasses.fields(ServeLimits):
+        serve.add_argument(
+            f"--{field.name.replace('_', '-')}",
+            type=float if field.name.endswith("seconds") else int,
+            help=f"(default {field.default}; env GROUNDLOCK_{field.name.upper()})",
+        )
+    serve.set_defaults(handler=_serve)
+
+
+def _read_json(path: Path | None) -> object:
+    """The bundle from a file or stdin; unreadable input is a usage error (exit 2)."""
+    try:
+        text = sys.stdin.read() if path is None or str(path) == "-" else path.read_text("utf-8")
+        return json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path or 'stdin'}: {type(exc).__name__}") from None
+    except (ValueError, RecursionError) as exc:  # (RecursionError: nested too deep)
+        raise UsageError(f"{path or 'stdin'} is not JSON: {type(exc).__name__}") from None
+
+
+def _chain_for(
+    args: argparse.Namespace, model: BaseChatModel | None = None
+) -> RunnableSequence[Any, PublicResponse]:
+    from groundlock.chains.answer import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.errors import GroundlockError  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
+    from groundlock.providers.chat import ModelPinningError  # noqa: PLC0415
+
+    try:
+        return grounded_answer_chain(
+            model=model or getattr(args, "model", None) or None,
+            policy=args.policy or DEFAULT_POLICY,
+            store=getattr(args, "store", None) or None,
+        )
+    except (GroundlockError, ModelPinningError, ValidationError, ValueError, LookupError) as exc:
+        raise UsageError(f"cannot build the chain: {type(exc).__name__}: {exc}") from None
+
+
+def _exit_code(status: str) -> int:
+    return 1 if status == "FAILED" else 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    if args.batch is not None:
+        return _ask_batch(args)
+    bundle = _read_json(args.bundle)
+    response = _chain_for(args).invoke(bundle)
+    if args.json:
+        sys.stdout.write(response.model_dump_json(indent=2) + "\n")
+    else:
+        _print_response(response)
+    return _exit_code(response.status.value)
+
+
+def _print_response(response: PublicResponse) -> None:
+    if response.status.value == "FAILED":
+        detail = f": {response.failure_message}" if response.failure_message else ""
+        reason = response.failure_reason.value if response.failure_reason else "-"
+        sys.stdout.write(f"FAILED {reason}{detail}\n")
+        return
+    sys.stdout.write(response.answer + "\n")
+    for number, citation in enumerate(response.citations, start=1):
+        details = ", ".join(
+            part
+            for part in (citation.source_reference, citation.event_date, citation.equipment_id)
+            if part
+        )
+        sys.stdout.write(f"  {number}. [{citation.anchor}] {citation.knowledge_id}")
+        sys.stdout.write(f" ({details})\n" if details else "\n")
+
+
+def _ask_batch(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # noqa: PLC0415
+
+    if not 1 <= args.concurrency <= 256:
+        raise UsageError("--concurrency must be between 1 and 256")
+    try:
+        lines = args.batch.read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {args.batch}: {type(exc).__name__}") from None
+    bundles: list[object] = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                bundles.append(json.loads(line))
+            except (ValueError, RecursionError):
+                raise UsageError(f"{args.batch}:{number} is not JSON") from None
+    chain = _chain_for(args)
+    results: list[Any] = [None] * len(bundles)
+    seconds: list[float] = [0.0] * len(bundles)
+
+    def answer(index: int) -> int:
+        started = time.perf_counter()
+        results[index] = chain.invoke(bundles[index])
+        seconds[index] = time.perf_counter() - started
+        return index
+
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        for done, future in enumerate(
+            as_completed(pool.submit(answer, i) for i in range(len(bundles))), start=1
+        ):
+            index = future.result()
+            if args.json:
+                sys.stdout.write(results[index].model_dump_json() + "\n")
+            _progress(done, len(bundles))
+    sys.stderr.write("\n")
+    _summary(results, seconds)
+    return 1 if any(r.status.value == "FAILED" for r in results) else 0
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    sys.stderr.flush()
+
+
+def _summary(results: list[Any], seconds: list[float]) -> None:
+    counts: dict[tuple[str, str], int] = {}
+    for response in results:
+        key = (
+            response.status.value,
+            response.failure_reason.value if response.failure_reason else "-",
+        )
+        counts[key] = counts.get(key, 0) + 1
+    rows = [[status, reason, str(n)] for (status, reason), n in sorted(counts.items())]
+    out = sys.stderr
+    for line in table_lines(["status", "failure_reason", "requests"], rows):
+        out.write(line + "\n")
+    if seconds:
+        ordered = sorted(seconds)
+        pick = [ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] for p in (50, 90, 99)]
+        out.write(
+            f"latency (s): p50 {pick[0]:.3f}  p90 {pick[1]:.3f}  p99 {pick[2]:.3f}  "
+            f"max {ordered[-1]:.3f}  ({len(ordered)} requests)\n"
+        )
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from groundlock.providers.replay import ReplayChatModel  # noqa: PLC0415
+
+    bundle = _read_json(args.bundle)
+    try:
+        answer = args.answer_file.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {args.answer_file}: {type(exc).__name__}") from None
+    chain = _chain_for(args, model=ReplayChatModel(text=answer))
+    state: Any = bundle
+    for step in chain.steps[:4]:  # R2 to R5: the verdict, before packaging
+        state = step.invoke(state)
+    verdict = state.validation
+    reason = verdict.failure_reason.value if verdict.failure_reason else None
+    sys.stdout.write(
+        json.dumps(
+            {
+                "request_id": verdict.request_id,
+                "validation_status": verdict.validation_status.value,
+                "generation_status": verdict.generation_status.value,
+                "failure_reason": reason,
+                "message": verdict.message,
+                "validated_citations": list(verdict.validated_citations),
+                "grounding_metrics": verdict.grounding_metrics.model_dump(mode="json"),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return _exit_code(verdict.generation_status.value)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn  # noqa: PLC0415  (only this command needs the server)
+
+    if not 1 <= args.port <= 65535 or args.workers < 1:
+        raise UsageError("--port must be 1-65535 and --workers at least 1")
+    # Each worker builds its app from the environment (uvicorn's factory), after the fork:
+    # delta-rs and the audit writer must not be created in the parent.
+    for name, value in (
+        ("GROUNDLOCK_MODEL", args.model),
+        ("GROUNDLOCK_POLICY", args.policy),
+        ("GROUNDLOCK_STORE", args.store),
+        *(
+            (f"GROUNDLOCK_{field.name.upper()}", getattr(args, field.name))
+            for field in dataclasses.fields(ServeLimits)
+        ),
+    ):
+        if value is not None and value != "":
+            os.environ[name] = str(value)
+    try:
+        ServeLimits.from_env()  # a bad limit is a usage error here, not in every worker
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    # So is a model or policy that cannot be built: tried once here, without the store
+    # (delta-rs must not start before the fork).
+    _chain_for(argparse.Namespace(model=args.model, policy=args.policy, store=None))
+    uvicorn.run(
+        "groundlock.serve.app:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="warning",
+    )
+    return 0
