@@ -4,9 +4,12 @@
 nothing else a client could use to look inside or steer it (``reliability-notes`` §1):
 
 * **An explicit route allow list.** Only ``POST /answer/invoke`` and ``POST /answer/batch``
-  (which ``RemoteRunnable`` uses), plus ``GET /health``. No ``stream_log`` or
-  ``stream_events`` (they stream every stage's input and output), no playground, no
-  schema, feedback or config-hash routes, and FastAPI's ``/docs`` and ``/openapi.json`` off.
+  (which ``RemoteRunnable`` uses), ``GET /answer/input_schema`` and
+  ``GET /answer/output_schema`` (the chain's public contracts: the bundle or question it
+  takes, the ``PublicResponse`` it gives), plus ``GET /health``. No ``stream``,
+  ``stream_log`` or ``stream_events`` (they would stream stage data), no playground, no
+  config schema, feedback or config-hash routes, and FastAPI's ``/docs`` and
+  ``/openapi.json`` off.
 * **No client config.** ``config_keys=[]``: a client's ``configurable`` fields, run name,
   tags, metadata, callbacks or run id never reach the chain, so nobody can switch the
   model, its temperature or its token cap per request. The server sets the metadata.
@@ -120,6 +123,19 @@ def create_app(
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    # The contracts, served by us rather than LangServe's schema routes: LangServe would
+    # describe the permissive ``input_type`` below (any JSON), not what the chain takes.
+    input_schema = chain.get_input_jsonschema()
+    output_schema = chain.get_output_jsonschema()
+
+    @app.get(f"{ANSWER_PATH}/input_schema")
+    async def served_input_schema() -> dict[str, Any]:
+        return input_schema
+
+    @app.get(f"{ANSWER_PATH}/output_schema")
+    async def served_output_schema() -> dict[str, Any]:
+        return output_schema
 
     # Any JSON as input (LangServe accepts a type here, which mypy cannot see): the chain
     # answers a bad bundle itself.

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
 
-from groundlock import grounded_answer_chain, load_policy
+from groundlock import PublicResponse, RetrievalBundle, grounded_answer_chain, load_policy
 from groundlock.serve import Requester, ServeLimits, create_app
 from groundlock.stores import DeltaAuditStore, QueryRow
 from tests.builders import make_bundle, make_row
@@ -47,7 +47,13 @@ def client(openai: FakeOpenAI) -> TestClient:
     return TestClient(create_app(grounded_answer_chain(model=_pinned_model(openai))))
 
 
-EXPECTED_ROUTES = {("GET", "/health"), ("POST", "/answer/invoke"), ("POST", "/answer/batch")}
+EXPECTED_ROUTES = {
+    ("GET", "/health"),
+    ("POST", "/answer/invoke"),
+    ("POST", "/answer/batch"),
+    ("GET", "/answer/input_schema"),
+    ("GET", "/answer/output_schema"),
+}
 
 
 def _routes(app: Any) -> set[tuple[str, str]]:
@@ -72,7 +78,7 @@ LANGSERVE_PATHS = [
 ] + [
     ("GET", f"/answer{suffix}")
     for suffix in (
-        "/input_schema", "/output_schema", "/config_schema", "/playground/index.html",
+        "/config_schema", "/playground/index.html",
         "/playground/", "/c/abc/input_schema", "/c/abc/playground/index.html", "/invoke",
     )
 ] + [
@@ -89,6 +95,30 @@ def test_no_other_langserve_route_answers_or_leaks(
     assert response.status_code in (404, 405)
     assert CANARY not in response.text
     assert "0.8765" not in response.text
+
+
+def test_the_schema_routes_serve_the_public_contracts_and_nothing_else(
+    client: TestClient,
+) -> None:
+    # What a client may send (a RetrievalBundle) and get back (a PublicResponse), as the
+    # contracts define them: not LangServe's permissive "any JSON" input type.
+    served_in = client.get("/answer/input_schema")
+    served_out = client.get("/answer/output_schema")
+    assert (served_in.status_code, served_out.status_code) == (200, 200)
+    assert served_in.json() == RetrievalBundle.model_json_schema(mode="validation")
+    assert served_out.json() == PublicResponse.model_json_schema(mode="serialization")
+    assert "raw_model_text" not in served_out.text  # nothing of a stage's section
+    for method in ("POST", "PUT", "DELETE"):  # (the gate may refuse an empty body first)
+        assert client.request(method, "/answer/input_schema").status_code in (405, 422)
+
+
+def test_the_schema_routes_are_behind_the_api_key(openai: FakeOpenAI) -> None:
+    keys = {"k-1": Requester(requester_id="tech-1", role="technician")}
+    chain = grounded_answer_chain(model=_pinned_model(openai))
+    with TestClient(create_app(chain, api_keys=keys)) as keyed:
+        assert keyed.get("/answer/input_schema").status_code == 401
+        ok = keyed.get("/answer/output_schema", headers={"X-API-Key": "k-1"})
+        assert ok.status_code == 200
 
 
 def test_invoke_returns_only_the_public_response(client: TestClient, openai: FakeOpenAI) -> None:
@@ -234,11 +264,13 @@ def test_api_keys_from_the_environment() -> None:
             requesters_from_env(bad)
 
 
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
+    _containers,
     max_leaves=20,
 )
 
