@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from groundlock import assemble, load_policy
-from groundlock.core.assembly import ENTRY_FACTS
+from groundlock.core.evidence_assembly import ENTRY_FACTS
 from groundlock.text import get_token_counter
 from groundlock.text.overlap import SHINGLE_CACHE
 from groundlock.text.sanitize import SANITIZE_CACHE

@@ -84,7 +84,7 @@ def _read_json(path: Path | None) -> object:
 def _chain_for(
     args: argparse.Namespace, model: BaseChatModel | None = None
 ) -> RunnableSequence[Any, PublicResponse]:
-    from groundlock.chains.answer import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
     from groundlock.errors import GroundlockError  # noqa: PLC0415
     from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
     from groundlock.providers.chat import ModelPinningError  # noqa: PLC0415

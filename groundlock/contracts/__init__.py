@@ -1,5 +1,8 @@
 """Pydantic models of every stage boundary, status enums and reason codes.
 
+The chain's stages pass one run state (:mod:`~groundlock.contracts.state`): the request's
+identity and outcome at the top, and a section per stage under the spec's names.
+
 Every model is frozen and closed to unknown fields (``extra="forbid"``): a contract that
 silently accepted a misspelt field would silently ignore it.
 """

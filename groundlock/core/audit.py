@@ -18,7 +18,7 @@ from groundlock.contracts.audit_rows import QueryRow, ValidationRow
 from groundlock.contracts.enums import ValidationStatus
 from groundlock.contracts.state import Judged
 from groundlock.contracts.validation import FirewallFinding, ValidationResult
-from groundlock.core.package import package_response, request_summary
+from groundlock.core.packaging import package_response, request_summary
 
 __all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label"]
 

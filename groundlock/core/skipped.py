@@ -28,7 +28,7 @@ from groundlock.contracts.prompt import PromptBuildResult
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Answered, Assembled, Judged, Outcome, Prompted
 from groundlock.contracts.validation import GroundingMetrics, ValidationResult
-from groundlock.core.assembly import failed_bundle
+from groundlock.core.evidence_assembly import failed_bundle
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import load_template
 

@@ -119,7 +119,7 @@ def load_policy(policy: str | os.PathLike[str] = DEFAULT_POLICY) -> Policy:
 
 
 def _check_ruleset(policy: Policy, file_name: str) -> None:
-    from groundlock.core.firewall.ruleset import (  # noqa: PLC0415  (the firewall imports policies)
+    from groundlock.policies.ruleset import (  # noqa: PLC0415  (loaded only when checked)
         RulesetError,
         check_modes,
         load_ruleset,

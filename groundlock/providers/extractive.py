@@ -31,8 +31,8 @@ from typing_extensions import override
 
 from groundlock.citations.bracket_c import scan_anchors
 from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
-from groundlock.core.firewall.rules.unsafe import unsafe_in
-from groundlock.core.firewall.ruleset import DEFAULT_RULESET, Ruleset, load_ruleset
+from groundlock.core.firewall.rules.unsafe_output import unsafe_in
+from groundlock.policies.ruleset import DEFAULT_RULESET, Ruleset, load_ruleset
 from groundlock.text.tokens import get_token_counter
 
 __all__ = ["DEFAULT_REFUSAL", "ExtractiveChatModel", "extract_answer"]

@@ -6,7 +6,7 @@ output cap, the SDK's own retries off, no fallbacks or configurable alternatives
 given the frozen, hash-locked judge prompt (``groundlock/prompts/judge_prompt_v1.txt``) and
 must reply with one JSON object, ``{"verdict": "supported" | "unsupported", "score": 0..1}``.
 It is not retried: a judge that errs fails the request closed, or is flagged, as the policy
-says (:mod:`groundlock.core.firewall.judge`).
+says (:mod:`groundlock.core.firewall.judging`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import ConfigDict
 from typing_extensions import override
 
 from groundlock.contracts.execution import PinnedModel
-from groundlock.core.firewall.judge import JudgePrompt, JudgeQuestion, load_judge_prompt
+from groundlock.core.firewall.judging import JudgePrompt, JudgeQuestion, load_judge_prompt
 from groundlock.policies.model import Policy
 from groundlock.providers.chat import pin_model
 

@@ -8,7 +8,7 @@ from typing_extensions import override
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.contracts.state import Assembled
-from groundlock.core.assembly import assemble
+from groundlock.core.evidence_assembly import assemble
 from groundlock.core.skipped import failed_state
 from groundlock.runnables._stage import PolicyStage
 

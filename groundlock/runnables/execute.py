@@ -47,7 +47,7 @@ from groundlock.core.attempts import (
     stop_reason,
     wait_seconds,
 )
-from groundlock.core.prompt import build_prompt, check_outside_bundle
+from groundlock.core.prompt_build import build_prompt, check_outside_bundle
 from groundlock.core.skipped import unanswered
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import ExecutionLimits, Policy

@@ -14,7 +14,7 @@ from groundlock.contracts.response import PublicResponse
 from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.core.firewall import validate_answer
 from groundlock.core.intake import salvage_identity
-from groundlock.core.package import failed_response, package_response, request_summary
+from groundlock.core.packaging import failed_response, package_response, request_summary
 from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
 
 __all__ = ["PackageResponse"]

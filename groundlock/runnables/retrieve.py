@@ -52,7 +52,7 @@ from groundlock.core.access import (
     row_payload,
 )
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
-from groundlock.core.prompt import checked_question
+from groundlock.core.prompt_build import checked_question
 from groundlock.runnables._stage import PolicyStage
 from groundlock.text.tokens import get_token_counter
 

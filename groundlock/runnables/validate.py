@@ -16,7 +16,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.contracts.validation import JudgeRecord, JudgeVerdict, ValidationResult
 from groundlock.core.firewall import validate_answer
-from groundlock.core.firewall.judge import JudgeQuestion, judge_questions, judged, verdicts_of
+from groundlock.core.firewall.judging import JudgeQuestion, judge_questions, judged, verdicts_of
 from groundlock.core.skipped import unjudged
 from groundlock.errors import GroundlockError
 from groundlock.providers.judge import ChatModelJudge
@@ -35,7 +35,7 @@ class ValidateAnswer(StateStage[Answered, Judged]):
     (pinned like R4's, given the frozen judge prompt) or any runnable mapping
     ``{"sentence", "evidence"}`` to ``{"verdict", "score"}``. It runs after the
     deterministic rules, on answers that passed them (see
-    :mod:`groundlock.core.firewall.judge`).
+    :mod:`groundlock.core.firewall.judging`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

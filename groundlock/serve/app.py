@@ -454,7 +454,7 @@ def app_from_env() -> FastAPI:
     :class:`ServeLimits` variables. Built in the worker, after any fork, so each worker opens
     its own audit writer.
     """
-    from groundlock.chains.answer import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
 
     policy = os.environ.get("GROUNDLOCK_POLICY") or DEFAULT_POLICY
     chain = grounded_answer_chain(

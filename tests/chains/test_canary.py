@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import RunnableLambda
 
 from groundlock import GenerationStatus, ReasonCode, grounded_answer_chain, load_policy
-from groundlock.chains.answer import CHAIN_NAME
+from groundlock.chains.grounded import CHAIN_NAME
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ModelCalls, ScriptedChatModel
 

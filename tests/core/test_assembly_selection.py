@@ -7,7 +7,7 @@ import random
 import pytest
 
 from groundlock import AnswerBundle, AssemblyStatus, DropReason, ReasonCode, assemble, load_policy
-from groundlock.core.assembly import ENTRY_FACTS
+from groundlock.core.evidence_assembly import ENTRY_FACTS
 from groundlock.text import TokenCounter, get_token_counter, load_encoding
 from tests.builders import distinct_text, make_bundle, make_row, policy_with, sample_bundle
 

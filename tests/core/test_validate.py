@@ -25,7 +25,7 @@ from groundlock import (
     validate_answer,
 )
 from groundlock.core.firewall.injection import addresses_the_model
-from groundlock.core.firewall.ruleset import load_ruleset
+from groundlock.policies.ruleset import load_ruleset
 from groundlock.text import get_token_counter
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel

@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from groundlock import load_policy, validate_answer
-from groundlock.core.firewall import ruleset as rulesets
 from groundlock.core.firewall.registry import RULES
-from groundlock.core.firewall.ruleset import (
+from groundlock.policies import ruleset as rulesets
+from groundlock.policies.ruleset import (
     RulesetError,
     available_rulesets,
     check_modes,

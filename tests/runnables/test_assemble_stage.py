@@ -47,7 +47,7 @@ class TestAssembleEvidenceContract(StageContract):
         def explode(raw: str) -> None:
             raise RuntimeError(raw)
 
-        monkeypatch.setattr("groundlock.core.assembly.ENTRY_FACTS", explode)
+        monkeypatch.setattr("groundlock.core.evidence_assembly.ENTRY_FACTS", explode)
 
     def assert_failed_closed(self, output: Any) -> None:
         assert output.status is GenerationStatus.FAILED

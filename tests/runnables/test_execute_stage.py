@@ -121,7 +121,7 @@ class TestBuildPromptContract(StageContract):
         def explode(raw: str) -> None:
             raise RuntimeError(raw)
 
-        monkeypatch.setattr("groundlock.core.prompt.safe_normalize", explode)
+        monkeypatch.setattr("groundlock.core.prompt_build.safe_normalize", explode)
 
     def assert_failed_closed(self, output: Any) -> None:
         assert output.status is GenerationStatus.FAILED

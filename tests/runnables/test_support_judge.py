@@ -24,7 +24,7 @@ from groundlock import (
     grounded_answer_chain,
     load_policy,
 )
-from groundlock.core.firewall.judge import load_judge_prompt
+from groundlock.core.firewall.judging import load_judge_prompt
 from tests.builders import sample_bundle
 from tests.fakes.chat import ScriptedChatModel
 from tests.fakes.openai_server import Error, FakeOpenAI, Reply, Slow

@@ -508,11 +508,11 @@ OUTCOMES = [
     # -- a bug inside a stage: it fails closed (Stage._failed_by_bug) ----------------------
     case(
         "INTERNAL_ERROR-R2",
-        Outcome(FAILED, R.INTERNAL_ERROR, breaks="groundlock.core.assembly.ENTRY_FACTS"),
+        Outcome(FAILED, R.INTERNAL_ERROR, breaks="groundlock.core.evidence_assembly.ENTRY_FACTS"),
     ),
     case(
         "INTERNAL_ERROR-R3",
-        Outcome(FAILED, R.INTERNAL_ERROR, breaks="groundlock.core.prompt.safe_normalize"),
+        Outcome(FAILED, R.INTERNAL_ERROR, breaks="groundlock.core.prompt_build.safe_normalize"),
     ),
     case(
         "INTERNAL_ERROR-R4",

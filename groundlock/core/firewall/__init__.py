@@ -1,8 +1,8 @@
 """R5, the validator firewall: accept the model's text as it is, or reject it. Never edit it.
 
-The answer is parsed once (:mod:`~groundlock.core.firewall.answer`) with the citation
+The answer is parsed once (:mod:`~groundlock.core.firewall.parsed`) with the citation
 grammar and segmentation of the policy's firewall ruleset
-(:mod:`~groundlock.core.firewall.ruleset`), then every rule of the ruleset's table runs over
+(:mod:`~groundlock.policies.ruleset`), then every rule of the ruleset's table runs over
 it (:mod:`~groundlock.core.firewall.rules`). Every finding is recorded with the mode the
 policy gives its rule; the first *enforced* finding in table order names ``failure_reason``
 and the answer is withheld, while flagged findings only travel to the audit trail. Every
@@ -21,13 +21,13 @@ from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Answered
 from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
-from groundlock.core.firewall.answer import ParsedAnswer, parse_answer
 from groundlock.core.firewall.metrics import grounding_metrics
+from groundlock.core.firewall.parsed import ParsedAnswer, parse_answer
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.registry import rules_of
 from groundlock.core.firewall.rule import Context
-from groundlock.core.firewall.ruleset import Ruleset, load_ruleset
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import Ruleset, load_ruleset
 
 __all__ = ["failed_validation", "findings_of", "upstream_failure", "validate_answer"]
 

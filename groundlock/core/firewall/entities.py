@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from groundlock.core.firewall.evidence import stem
+from groundlock.core.firewall.facts import stem
 from groundlock.core.firewall.lexicon import unaccented
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["Name", "expansion_of", "initials_match", "names_in", "written_otherwise"]
 

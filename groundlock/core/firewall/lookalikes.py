@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["fold_lookalikes", "lookalike_lines"]
 

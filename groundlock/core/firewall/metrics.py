@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from groundlock.contracts.validation import GroundingMetrics
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.lexicon import plain
+from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.rule import Context
 from groundlock.text.fold import caseless

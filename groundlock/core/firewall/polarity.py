@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, replace
 
 from groundlock._caches import memoized
-from groundlock.core.firewall.evidence import stem
+from groundlock.core.firewall.facts import stem
 from groundlock.core.firewall.lexicon import words
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["Clause", "Lexicon", "clauses", "lexicon"]
 

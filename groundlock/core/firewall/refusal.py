@@ -21,9 +21,9 @@ from groundlock.core.firewall.lexicon import apostrophes, plain, words
 from groundlock.text.fold import fold
 
 if TYPE_CHECKING:
-    from groundlock.core.firewall.answer import ParsedAnswer, Sentence
+    from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
     from groundlock.core.firewall.rule import Context
-    from groundlock.core.firewall.ruleset import Ruleset
+    from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["Refusal", "RefusalForm", "refusal_of"]
 
@@ -152,7 +152,7 @@ def _evidence_says_so(
     Of the same subject, that something is not given, not known or not determined: then
     the sentence reports it rather than refuses.
     """
-    from groundlock.core.firewall.evidence import facts, stems  # noqa: PLC0415  (cycle)
+    from groundlock.core.firewall.facts import facts, stems  # noqa: PLC0415  (cycle)
 
     stop = frozenset(ctx.ruleset.entries("stopwords"))
     subject = stems(sentence.text, stop) - stems(phrase, stop)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from groundlock.core.firewall.rule import Rule
 from groundlock.core.firewall.rules.contradiction import ContradictsEvidence
 from groundlock.core.firewall.rules.coverage import SupportCoverage
-from groundlock.core.firewall.rules.entities import UnsupportedEntity
 from groundlock.core.firewall.rules.form import (
     CitationList,
     EmptyAnswer,
@@ -24,10 +23,11 @@ from groundlock.core.firewall.rules.form import (
 from groundlock.core.firewall.rules.instructions import InstructionFollowed, ObeyedInstruction
 from groundlock.core.firewall.rules.leaks import MetaCommentary, MetadataLeak
 from groundlock.core.firewall.rules.misattribution import MisattributedCitation
-from groundlock.core.firewall.rules.support import NoSharedWord
-from groundlock.core.firewall.rules.unsafe import UnsafeOutput
-from groundlock.core.firewall.rules.values import UnsupportedValue
-from groundlock.core.firewall.ruleset import Ruleset, RulesetError
+from groundlock.core.firewall.rules.shared_word import NoSharedWord
+from groundlock.core.firewall.rules.unsafe_output import UnsafeOutput
+from groundlock.core.firewall.rules.unsupported_entity import UnsupportedEntity
+from groundlock.core.firewall.rules.unsupported_value import UnsupportedValue
+from groundlock.policies.ruleset import Ruleset, RulesetError
 
 __all__ = ["RULES", "rules_of"]
 

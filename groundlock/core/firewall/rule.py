@@ -1,6 +1,6 @@
 """What a firewall rule is: a named check over a parsed answer that yields findings.
 
-A rule reads the :class:`~groundlock.core.firewall.answer.ParsedAnswer` and a
+A rule reads the :class:`~groundlock.core.firewall.parsed.ParsedAnswer` and a
 :class:`Context` (the evidence, the question, the policy, the ruleset's vocabulary) and yields
 a :class:`Finding` for each thing it objects to. It never edits the answer and never decides
 the verdict: the ruleset's ordered table and the policy's modes do (the first *enforced*
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from groundlock.contracts.assembly import AnswerBundle, SelectedEvidence
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, ParsedAnswer, Sentence
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.core.firewall.parsed import LineKind, ParsedAnswer, Sentence
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import Ruleset
 
 if TYPE_CHECKING:
     from groundlock.core.firewall.refusal import Refusal

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from groundlock.contracts.assembly import SelectedEvidence
-from groundlock.core.firewall.answer import LineKind, Sentence
-from groundlock.core.firewall.evidence import Facts, facts, question_facts
+from groundlock.core.firewall.facts import Facts, facts, question_facts
+from groundlock.core.firewall.parsed import LineKind, Sentence
 from groundlock.core.firewall.rule import Context
 from groundlock.core.firewall.values import Value, ValueIndex
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from groundlock.core.firewall.evidence import vocabulary
-from groundlock.core.firewall.ruleset import load_ruleset
+from groundlock.core.firewall.facts import vocabulary
 from groundlock.core.firewall.values import index_values, values_in
+from groundlock.policies.ruleset import load_ruleset
 
 VOCABULARY = vocabulary(load_ruleset("firewall_v2"))
 

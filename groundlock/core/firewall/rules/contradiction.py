@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import Sentence
+from groundlock.core.firewall.parsed import Sentence
 from groundlock.core.firewall.polarity import Clause, Lexicon, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.rules.values import sentence_values
+from groundlock.core.firewall.rules.unsupported_value import sentence_values
 from groundlock.core.firewall.support import Source, support_view
 
 __all__ = ["ContradictsEvidence"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import Sentence
-from groundlock.core.firewall.evidence import Facts, stems
+from groundlock.core.firewall.facts import Facts, stems
+from groundlock.core.firewall.parsed import Sentence
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.rules.support import stopwords
+from groundlock.core.firewall.rules.shared_word import stopwords
 from groundlock.core.firewall.support import support_view
 
 __all__ = ["SupportCoverage", "coverage"]

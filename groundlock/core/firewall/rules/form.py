@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from groundlock.contracts.enums import FinishReason
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, ParsedAnswer
+from groundlock.core.firewall.parsed import LineKind, ParsedAnswer
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.rule import Context, Finding
 

@@ -14,17 +14,17 @@ from typing import ClassVar
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
-from groundlock.core.firewall.evidence import facts, stem
+from groundlock.core.firewall.facts import facts, stem
 from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
 from groundlock.core.firewall.lexicon import content_words
+from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
 from groundlock.core.firewall.polarity import Clause, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.rules.entities import sentence_names
-from groundlock.core.firewall.rules.support import stopwords
-from groundlock.core.firewall.rules.values import sentence_values
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.core.firewall.rules.shared_word import stopwords
+from groundlock.core.firewall.rules.unsupported_entity import sentence_names
+from groundlock.core.firewall.rules.unsupported_value import sentence_values
 from groundlock.core.firewall.support import Source, judged
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["InstructionFollowed", "ObeyedInstruction"]
 

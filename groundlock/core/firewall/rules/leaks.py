@@ -15,11 +15,11 @@ from typing import ClassVar
 
 from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer, Sentence
 from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
 from groundlock.core.firewall.lookalikes import fold_lookalikes
+from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 from groundlock.prompts.template import load_template
 from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, Sentence
+from groundlock.core.firewall.parsed import LineKind, Sentence
 from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.rules.coverage import coverage
-from groundlock.core.firewall.rules.entities import sentence_names
-from groundlock.core.firewall.rules.values import sentence_values
+from groundlock.core.firewall.rules.unsupported_entity import sentence_names
+from groundlock.core.firewall.rules.unsupported_value import sentence_values
 from groundlock.core.firewall.support import Source, support_view
 
 __all__ = ["MisattributedCitation"]

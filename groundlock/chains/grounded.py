@@ -12,9 +12,9 @@ from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import Policy
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.runnables.assemble import AssembleEvidence
+from groundlock.runnables.build import BuildPrompt
 from groundlock.runnables.execute import ExecuteModel
 from groundlock.runnables.package import PackageResponse
-from groundlock.runnables.prompt import BuildPrompt
 from groundlock.runnables.record import RecordValidation
 from groundlock.runnables.retrieve import RetrievalFront
 from groundlock.runnables.validate import ValidateAnswer

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import Sentence
-from groundlock.core.firewall.evidence import vocabulary
+from groundlock.core.firewall.facts import vocabulary
+from groundlock.core.firewall.parsed import Sentence
 from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.support import Source, support_view
 from groundlock.core.firewall.values import Value, values_in

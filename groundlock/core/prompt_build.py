@@ -25,7 +25,7 @@ from groundlock.contracts.prompt import (
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.state import Assembled, Outcome, Prompted
-from groundlock.core.assembly import without_lowest_ranked
+from groundlock.core.evidence_assembly import without_lowest_ranked
 from groundlock.core.skipped import unbuilt
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import PromptTemplate, load_template

@@ -8,7 +8,7 @@ from typing_extensions import override
 from groundlock.contracts.enums import AssemblyStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Assembled, Outcome, Prompted
-from groundlock.core.prompt import build_prompt, check_outside_bundle
+from groundlock.core.prompt_build import build_prompt, check_outside_bundle
 from groundlock.core.skipped import unbuilt
 from groundlock.runnables._stage import StateStage
 

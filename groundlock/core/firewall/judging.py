@@ -29,10 +29,10 @@ from groundlock.contracts.validation import (
     JudgeVerdict,
     ValidationResult,
 )
-from groundlock.core.firewall.answer import LineKind, parse_answer
-from groundlock.core.firewall.ruleset import load_ruleset
+from groundlock.core.firewall.parsed import LineKind, parse_answer
 from groundlock.errors import GroundlockError
 from groundlock.policies.model import Policy, SupportJudgeSettings
+from groundlock.policies.ruleset import load_ruleset
 
 __all__ = [
     "JudgePrompt",

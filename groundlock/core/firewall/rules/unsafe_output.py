@@ -14,9 +14,9 @@ from typing import ClassVar
 from linkify_it import LinkifyIt
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer
+from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 from groundlock.text.unsafe import unsafe_output
 
 __all__ = ["UnsafeOutput", "unsafe_in"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from groundlock._caches import WeightedLRU, memoized
 from groundlock.core.firewall.injection import instruction_parts
 from groundlock.core.firewall.lexicon import unaccented, words
-from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.core.firewall.values import ValueIndex, Vocabulary, index_values
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["Facts", "facts", "question_facts", "stem", "stems", "vocabulary"]
 

@@ -14,7 +14,6 @@ from typing import ClassVar
 
 from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import LineKind, Sentence
 from groundlock.core.firewall.entities import (
     Name,
     expansion_of,
@@ -23,9 +22,10 @@ from groundlock.core.firewall.entities import (
     written_otherwise,
 )
 from groundlock.core.firewall.lexicon import words
+from groundlock.core.firewall.parsed import LineKind, Sentence
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.ruleset import Ruleset
 from groundlock.core.firewall.support import Source, support_view
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["UnsupportedEntity", "sentence_names"]
 

@@ -47,9 +47,9 @@ from groundlock.contracts.evidence import (
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
 from groundlock.core.firewall.injection import addresses_the_model
-from groundlock.core.firewall.ruleset import load_ruleset
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import load_ruleset
 from groundlock.text.overlap import covered_fraction, shingle_set, shingles
 from groundlock.text.sanitize import SanitizedText, safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter

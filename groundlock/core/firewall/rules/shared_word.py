@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.answer import ParsedAnswer
 from groundlock.core.firewall.lexicon import content_words, entry_content_words
+from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.ruleset import Ruleset
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = ["NoSharedWord", "stopwords"]
 
