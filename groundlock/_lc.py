@@ -56,6 +56,7 @@ __all__ = [
     "openai_request_payload",
     "relevance_function",
     "search_unobserved",
+    "streams_to_readers",
     "without_stream_readers",
 ]
 
@@ -67,6 +68,24 @@ ManagerT = TypeVar("ManagerT", bound=BaseCallbackManager)
 
 class LangChainShapeError(GroundlockError):
     """A private LangChain name groundlock relies on is missing or has another shape."""
+
+
+def streams_to_readers(callbacks: object) -> bool:
+    """Whether ``callbacks`` (a config's: a manager, a list or None) holds a stream reader.
+
+    Stream readers always arrive in a run's config (``astream_events`` and ``astream_log``
+    put their handler there), never from the context, so a config without one needs no
+    filtering: a stage then leaves its callbacks as they are.
+    """
+    if callbacks is None:
+        return False
+    if isinstance(callbacks, BaseCallbackManager):
+        handlers = [*callbacks.handlers, *callbacks.inheritable_handlers]
+    elif isinstance(callbacks, list):
+        handlers = callbacks
+    else:
+        return True  # unknown shape: filter, to be safe
+    return any(isinstance(handler, STREAM_READER_MARKS) for handler in handlers)
 
 
 def without_stream_readers(manager: ManagerT) -> ManagerT:

@@ -42,7 +42,7 @@ from langchain_core.runnables.config import (
 from pydantic import Field, ValidationError, field_validator
 from typing_extensions import override
 
-from groundlock._lc import without_stream_readers
+from groundlock._lc import streams_to_readers, without_stream_readers
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Assembled, Outcome
@@ -151,6 +151,8 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         """``config`` with this stage's metadata, and its run hidden from stream readers."""
         config = ensure_config(config)
         config = {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+        if not streams_to_readers(config.get("callbacks")):
+            return config
         manager = (
             get_async_callback_manager_for_config(config)
             if asynchronous
