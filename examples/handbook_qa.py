@@ -9,7 +9,7 @@ access tags (``business_unit``, ``sensitivity_level``) in a front-matter block.
 
 The script chunks them by paragraph, embeds the chunks offline with a small lexical
 embedding (below), and indexes them in LangChain's ``InMemoryVectorStore``. It then asks
-questions through ``RetrievalFront | grounded_answer_chain(...)`` as two principals: a tug
+questions through ``grounded_answer_chain(front=RetrievalFront(...))`` as two principals: a tug
 technician (MARINE, up to INTERNAL) and a safety investigator (every unit, up to
 CONFIDENTIAL). The technician never sees the confidential report or the untagged draft;
 the audit trail counts what was withheld from each request.
@@ -161,7 +161,7 @@ def main() -> None:
     front = build_front(chunks)
     with tempfile.TemporaryDirectory() as audit_dir:
         store = DeltaAuditStore(audit_dir)
-        chain = front | grounded_answer_chain(policy=load_policy(POLICY), store=store)
+        chain = grounded_answer_chain(front=front, policy=load_policy(POLICY), store=store)
         for number, (principal, question) in enumerate(QUESTIONS, start=1):
             response = chain.invoke(
                 {"user_question": question, "request_id": f"q{number}"},
