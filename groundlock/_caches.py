@@ -4,8 +4,9 @@ groundlock memoises pure functions of immutable input, under three policies:
 
 * **weighted** (:class:`WeightedLRU`): per-text results (token counts, sanitised text,
   shingles, evidence facts), bounded by the bytes they hold;
-* **counted** (:func:`memoized` with a ``maxsize``): small results of small keys (a word's
-  look-alike folding, a clause's polarity), bounded by entry count;
+* **counted** (:func:`memoized` with a ``maxsize``): results bounded by entry count; a
+  function of a text that may be long (a clause's polarity, an entry's instructions) also
+  sets ``max_key_chars``, so only short texts are kept and entries x that bound its size;
 * **frozen** (:func:`memoized` with ``maxsize=None``): what is loaded from the package's own
   hash-locked files (policies, templates, rulesets, tokenizers), one entry per file.
 
@@ -27,17 +28,18 @@ import functools
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["CacheInfo", "WeightedLRU", "cache_report", "clear_caches", "memoized"]
+__all__ = ["CacheInfo", "Memoized", "WeightedLRU", "cache_report", "clear_caches", "memoized"]
 
-_FUNCTION_CACHES: dict[str, functools._lru_cache_wrapper[Any]] = {}
+_FUNCTION_CACHES: dict[str, Memoized[Any]] = {}
 _WEIGHTED: weakref.WeakValueDictionary[str, WeightedLRU[Any, Any]] = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
 
@@ -121,15 +123,60 @@ class WeightedLRU(Generic[K, V]):
             self._weight = self._hits = self._misses = 0
 
 
-def memoized(maxsize: int | None) -> Callable[[Callable[..., T]], functools._lru_cache_wrapper[T]]:
+class Memoized(Protocol[T_co]):
+    """A memoised function: callable, and clearable like an ``lru_cache`` wrapper."""
+
+    def __call__(self, *args: Hashable) -> T_co: ...
+
+    def cache_clear(self) -> None: ...
+
+    def cache_info(self) -> functools._CacheInfo: ...
+
+
+class _TextBounded(Generic[T_co]):
+    """An ``lru_cache`` that only keeps results whose text arguments are short enough.
+
+    A count bound is a memory bound only while keys are small: a text past
+    ``max_key_chars`` is computed and not kept, so entries x ``max_key_chars`` bounds what
+    the cache holds whatever the input.
+    """
+
+    def __init__(self, function: Callable[..., T_co], maxsize: int, max_key_chars: int) -> None:
+        self._function = function
+        self._cached = functools.lru_cache(maxsize=maxsize)(function)
+        self._max_key_chars = max_key_chars
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: Hashable) -> T_co:
+        if sum(len(a) for a in args if isinstance(a, str)) > self._max_key_chars:
+            return self._function(*args)
+        return self._cached(*args)
+
+    def cache_clear(self) -> None:
+        self._cached.cache_clear()
+
+    def cache_info(self) -> functools._CacheInfo:
+        return self._cached.cache_info()
+
+
+def memoized(
+    maxsize: int | None, *, max_key_chars: int | None = None
+) -> Callable[[Callable[..., T]], Memoized[T]]:
     """``functools.lru_cache(maxsize)``, registered so that :func:`clear_caches` reaches it.
 
     ``maxsize=None`` is for the frozen policy only: results loaded from the package's own
-    files, whose number bounds the cache.
+    files, whose number bounds the cache. ``max_key_chars`` is for functions of a text that
+    may be long (a sentence, an evidence text): longer texts are computed, not kept.
     """
 
-    def register(function: Callable[..., T]) -> functools._lru_cache_wrapper[T]:
-        cached = functools.lru_cache(maxsize=maxsize)(function)
+    def register(function: Callable[..., T]) -> Memoized[T]:
+        cached: Memoized[T]
+        if max_key_chars is None:
+            cached = functools.lru_cache(maxsize=maxsize)(function)
+        else:
+            if maxsize is None:
+                raise ValueError("max_key_chars bounds a counted cache; give maxsize too")
+            cached = _TextBounded(function, maxsize, max_key_chars)
         with _REGISTRY_LOCK:
             _FUNCTION_CACHES[f"{function.__module__}.{function.__qualname__}"] = cached
         return cached

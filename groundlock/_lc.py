@@ -73,10 +73,13 @@ class LangChainShapeError(GroundlockError):
 def streams_to_readers(callbacks: object) -> bool:
     """Whether ``callbacks`` (a config's: a manager, a list or None) holds a stream reader.
 
-    Stream readers always arrive in a run's config (``astream_events`` and ``astream_log``
-    put their handler there), never from the context, so a config without one needs no
-    filtering: a stage then leaves its callbacks as they are.
+    ``astream_events`` and ``astream_log`` put their handler in the run's config. A
+    configure hook (a context variable LangChain adds handlers from) could bring one too, so
+    while any hook is set the answer is yes, to be safe; otherwise a config without a
+    stream reader needs no filtering, and a stage leaves its callbacks as they are.
     """
+    if any(hook.get() is not None for hook, *_ in _configure_hooks):
+        return True
     if callbacks is None:
         return False
     if isinstance(callbacks, BaseCallbackManager):

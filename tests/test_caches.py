@@ -53,3 +53,15 @@ def test_clear_caches_empties_every_cache_and_answers_stay_the_same() -> None:
     after = grounded_answer_chain().invoke(sample_bundle())
     ignore = {"latency_ms"}
     assert after.model_dump(exclude=ignore) == before.model_dump(exclude=ignore)
+
+
+def test_a_long_text_is_computed_but_not_kept_by_a_text_keyed_cache() -> None:
+    from groundlock.core.firewall.lexicon import plain  # noqa: PLC0415
+
+    clear_caches()
+    short, long = "Torque to 45 Nm.", "Torque to 45 Nm. " * 1000
+    assert plain(long) == plain(long)  # same answer, computed twice
+    plain(short)
+    plain(short)
+    info = plain.cache_info()
+    assert (info.currsize, info.hits) == (1, 1)  # only the short text was kept

@@ -21,7 +21,7 @@ here, where both sections are in view, when a state is built.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import ClassVar, Self
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts.assembly import AnswerBundle
@@ -81,6 +81,10 @@ class RunState(Contract):
     """The policy every stage of this request ran under (a stage refuses another's state)."""
     outcome: Outcome
 
+    verdict_given: ClassVar[bool] = False
+    """Whether R5 has decided the outcome. Before it, NO_EVIDENCE can only mean that R2
+    found no evidence; after it, also that the model refused."""
+
     @property
     def status(self) -> GenerationStatus:
         """The outcome's status."""
@@ -107,6 +111,12 @@ class Assembled(RunState):
             raise ValueError("a FAILED bundle fails the request")
         if bundle.assembly_status is AssemblyStatus.NO_EVIDENCE and self.status is _OK_STATUS:
             raise ValueError("a request without evidence cannot be OK")
+        if (
+            self.status is _NO_EVIDENCE
+            and not self.verdict_given
+            and bundle.assembly_status is not AssemblyStatus.NO_EVIDENCE
+        ):
+            raise ValueError("before a verdict, NO_EVIDENCE means the evidence is NO_EVIDENCE")
 
     @classmethod
     def of(cls, bundle: AnswerBundle) -> Assembled:
@@ -180,6 +190,12 @@ class Prompted(Assembled):
                 raise ValueError("an OK prompt needs OK evidence")
         elif self.status is _OK_STATUS:
             raise ValueError("a request without a prompt cannot be OK")
+        if (
+            self.status is _NO_EVIDENCE
+            and not self.verdict_given
+            and self.prompt.build_status is not BuildStatus.NO_EVIDENCE
+        ):
+            raise ValueError("before a verdict, a NO_EVIDENCE request has no prompt")
 
 
 class Answered(Prompted):
@@ -205,14 +221,31 @@ class Answered(Prompted):
         super()._check()
         if self.prompt.build_status is not BuildStatus.OK and self.execution.attempts:
             raise ValueError("a prompt that was not built must never reach the model")
-        if self.execution.generation_status is _FAILED and self.status is not _FAILED:
+        execution = self.execution
+        if execution.generation_status is _FAILED and self.status is not _FAILED:
             raise ValueError("a FAILED execution fails the request")
+        if execution.generation_status is _NO_EVIDENCE and (
+            self.prompt.build_status is not BuildStatus.NO_EVIDENCE
+            or execution.attempts
+            or execution.raw_model_text != self.prompt.refusal_text
+        ):
+            raise ValueError(
+                "a NO_EVIDENCE execution answers an unbuilt prompt with its refusal, uncalled"
+            )
+        if (
+            self.status is _NO_EVIDENCE
+            and not self.verdict_given
+            and execution.generation_status is not _NO_EVIDENCE
+        ):
+            raise ValueError("before a verdict, a NO_EVIDENCE request has no model answer")
 
 
 class Judged(Answered):
     """After R5: the verdict. Its outcome is the request's final status and reason."""
 
     validation: ValidationResult
+
+    verdict_given: ClassVar[bool] = True
 
     def with_outcome(self, outcome: Outcome) -> Self:
         """This state with another outcome; a FAILED one withdraws the verdict's answer."""
@@ -248,4 +281,5 @@ class Judged(Answered):
 
 
 _OK_STATUS = GenerationStatus.OK
+_NO_EVIDENCE = GenerationStatus.NO_EVIDENCE
 _FAILED = GenerationStatus.FAILED

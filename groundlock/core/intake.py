@@ -25,7 +25,6 @@ __all__ = [
     "raw_limit_problem",
     "read_bundle",
     "salvage_identity",
-    "salvage_nested_request_id",
 ]
 
 # Lower number wins when one payload breaks several rules: the spec's V1..V4 order.
@@ -112,17 +111,6 @@ def salvage_identity(payload: object) -> tuple[str | None, str | None]:
         except Exception:  # noqa: BLE001  (salvage is best effort and must never raise)
             return None, None
     return None, None
-
-
-def salvage_nested_request_id(payload: object, *path: str) -> str | None:
-    """The request_id of the bundle found at ``path`` inside a payload too broken to parse.
-
-    Later stages receive the bundle nested in their input (``prompt.bundle``); when their
-    input is bad, this still lets the failure name its request.
-    """
-    for key in path:
-        payload = payload.get(key) if isinstance(payload, Mapping) else None
-    return salvage_identity(payload)[0]
 
 
 def _salvage_id(value: object) -> str | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 from langchain_core.callbacks import (
@@ -46,6 +45,7 @@ from groundlock._lc import streams_to_readers, without_stream_readers
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Assembled, Outcome
+from groundlock.core.intake import salvage_identity
 from groundlock.core.skipped import advanced, failed_state
 from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
 from groundlock.policies.model import Policy
@@ -87,15 +87,14 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         to find every run of one request, and to group runs that sent the same prompt bytes.
         """
         metadata: dict[str, str] = {}
-        if isinstance(stage_input, Mapping):
-            request_id = stage_input.get("request_id")
-        else:
-            request_id = getattr(stage_input, "request_id", None)
+        if isinstance(stage_input, Assembled):  # a state: its fields are what they claim
+            request_id = stage_input.request_id
             prompt = getattr(stage_input, "prompt", None)
-            prompt_sha256 = getattr(prompt, "prompt_sha256", None)
-            if isinstance(prompt_sha256, str):
-                metadata["prompt_sha256"] = prompt_sha256
-        if isinstance(request_id, str) and len(request_id) <= _MAX_METADATA_ID:
+            if prompt is not None and prompt.prompt_sha256 is not None:
+                metadata["prompt_sha256"] = prompt.prompt_sha256
+        else:  # anything else is read through the fail-safe salvage, which never raises
+            request_id = salvage_identity(stage_input)[0]
+        if request_id is not None and len(request_id) <= _MAX_METADATA_ID:
             metadata["request_id"] = request_id
         return metadata
 
@@ -158,7 +157,13 @@ class Stage(RunnableSerializable[InputT, OutputT]):
             if asynchronous
             else get_callback_manager_for_config(config)
         )
-        return patch_config(config, callbacks=without_stream_readers(manager))
+        patched = patch_config(config, callbacks=without_stream_readers(manager))
+        # patch_config drops run_name and run_id along with the callbacks (they name one
+        # run); the handlers changed, the run did not: a streamed run keeps its name and id.
+        for key in ("run_name", "run_id"):
+            if key in config:
+                patched[key] = config[key]
+        return patched
 
 
 class PolicyStage(Stage[InputT, OutputT]):
@@ -246,10 +251,10 @@ class StateStage(PolicyStage[StateT, OutputT], Generic[StateT, OutputT]):
             from_data = True
         problem: Outcome | None = None
         if state.policy_sha256 != self.policy.policy_sha256:
+            # (The message reaches the caller: it names neither policy.)
             problem = Outcome.failed(
                 ReasonCode.INPUT_SCHEMA_INVALID,
-                f"state: ran under {state.policy_version} ({state.policy_sha256[:12]}), not "
-                f"{self.policy.policy_version} ({self.policy.policy_sha256[:12]})",
+                "state: built under another policy than this stage's",
             )
         elif from_data and state.status is not GenerationStatus.FAILED:
             problem = self.verify(state)  # type: ignore[arg-type]
@@ -258,7 +263,12 @@ class StateStage(PolicyStage[StateT, OutputT], Generic[StateT, OutputT]):
         return state  # type: ignore[return-value]
 
     def _failed_input(self, stage_input: object, message: str) -> StateT:
-        failed = failed_state(stage_input, self.policy, ReasonCode.INPUT_SCHEMA_INVALID, message)
+        outcome = Outcome.failed(ReasonCode.INPUT_SCHEMA_INVALID, message)
+        if isinstance(stage_input, Assembled):  # a state of an earlier stage: keep its identity
+            failed = stage_input.with_outcome(outcome)
+        else:
+            reason = ReasonCode.INPUT_SCHEMA_INVALID
+            failed = failed_state(stage_input, self.policy, reason, message)
         return advanced(failed, self.consumes, self.policy)  # type: ignore[return-value]
 
     @override

@@ -157,6 +157,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         sent what the audit trail will say was sent.
         """
         prompt = state.prompt
+        if prompt.refusal_text != self.policy.refusal_text:
+            return _integrity("prompt: demands another refusal text than this stage's policy")
         template = load_template(self.policy.prompt_template)
         if (prompt.template_version, prompt.template_sha256) != (template.version, template.sha256):
             built = f"built from {prompt.template_version}, not {template.version}"
@@ -172,8 +174,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         return None
 
     def _refused(self, state: Prompted) -> Answered:
-        """NO_EVIDENCE: the policy's exact refusal, with no model call."""
-        execution = self._execution(GenerationStatus.NO_EVIDENCE, text=state.prompt.refusal_text)
+        """NO_EVIDENCE: the policy's exact refusal (its own, never the input's), uncalled."""
+        execution = self._execution(GenerationStatus.NO_EVIDENCE, text=self.policy.refusal_text)
         return state.answered(execution)
 
     def _execution(

@@ -11,8 +11,8 @@ from typing_extensions import override
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.response import PublicResponse
-from groundlock.contracts.state import Answered, Judged, Outcome
-from groundlock.core.firewall import validate_answer
+from groundlock.contracts.state import Assembled, Judged, Outcome
+from groundlock.core.firewall import verdict_problem
 from groundlock.core.intake import salvage_identity
 from groundlock.core.packaging import failed_response, package_response, request_summary
 from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
@@ -47,32 +47,16 @@ class PackageResponse(StateStage[Judged, PublicResponse]):
     @override
     def verify(self, state: Judged) -> Outcome | None:
         """A verdict from outside stands only if R5 reaches it again on the same answer."""
-        answered = Answered.model_validate(
-            {name: getattr(state, name) for name in Answered.model_fields}
-        )
-        again = validate_answer(answered, self.policy)
-        verdict = state.validation
-        same = (
-            again.validation_status,
-            again.failure_reason,
-            again.validated_answer_text,
-            again.validated_citations,
-        ) == (
-            verdict.validation_status,
-            verdict.failure_reason,
-            verdict.validated_answer_text,
-            verdict.validated_citations,
-        )
-        if same:
-            return None
-        return Outcome.failed(
-            ReasonCode.INPUT_SCHEMA_INVALID, "validation: not the verdict R5 reaches on this answer"
-        )
+        problem = verdict_problem(state, self.policy)
+        return Outcome.failed(ReasonCode.INPUT_SCHEMA_INVALID, problem) if problem else None
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> PublicResponse:
         state = stage_input if isinstance(stage_input, Judged) else None
-        request_id = state.request_id if state else salvage_identity(stage_input)[0]
+        if isinstance(stage_input, Assembled):  # a state, of any stage: its own identity
+            request_id = stage_input.request_id
+        else:
+            request_id = salvage_identity(stage_input)[0]
         response = failed_response(request_id, reason, message)
         _log_request(state, response)
         return response

@@ -18,8 +18,9 @@ from typing_extensions import override
 
 from groundlock._version import __version__
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.contracts.state import Judged
+from groundlock.contracts.state import Judged, Outcome
 from groundlock.core.audit import audit_rows
+from groundlock.core.firewall import verdict_problem
 from groundlock.core.skipped import refailed
 from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
 from groundlock.stores.sink import AuditSink, AuditUnavailable
@@ -72,6 +73,16 @@ class RecordValidation(StateStage[Judged, Judged]):
         # The fsync would block the event loop: it runs on a worker thread, where concurrent
         # requests share it (the spool's group commit).
         return await asyncio.to_thread(self._work, stage_input, config)
+
+    @override
+    def verify(self, state: Judged) -> Outcome | None:
+        """A verdict from outside is recorded as such only if R5 reaches it again.
+
+        Otherwise the request is recorded FAILED: the stage after this one trusts a state
+        this stage hands on, so a forged verdict must stop here.
+        """
+        problem = verdict_problem(state, self.policy)
+        return Outcome.failed(ReasonCode.INPUT_SCHEMA_INVALID, problem) if problem else None
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Judged:

@@ -1,9 +1,10 @@
-"""Runs nobody observes are skipped; the first observer anywhere brings every run back.
+"""Observed or not, the chain behaves the same, and every observer sees every run.
 
-The chain and its stages skip LangChain's run plumbing when no callback handler would see
-it. These tests pin that the shortcut changes nothing a caller can see: the same response,
-the same fail-closed behaviour, and every run present as soon as anything listens, however
-it listens (a callbacks argument, ``collect_runs``, debug output).
+The stages run through LangChain's own run plumbing whether or not anyone listens (an
+earlier version skipped it for unobserved runs). These tests pin that observing changes
+nothing a caller can see: the same response, the same fail-closed behaviour, and every run
+present as soon as anything listens, however it listens (a callbacks argument,
+``collect_runs``, debug output).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ Pure logic: no LangChain, no network.
 
 from __future__ import annotations
 
-from groundlock.contracts.enums import GenerationStatus, ValidationStatus
+from groundlock.contracts.enums import BuildStatus, GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.contracts.state import Answered
+from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
 from groundlock.core.firewall.metrics import grounding_metrics
 from groundlock.core.firewall.parsed import ParsedAnswer, parse_answer
@@ -29,7 +29,13 @@ from groundlock.core.firewall.rule import Context
 from groundlock.policies.model import Policy
 from groundlock.policies.ruleset import Ruleset, load_ruleset
 
-__all__ = ["failed_validation", "findings_of", "upstream_failure", "validate_answer"]
+__all__ = [
+    "failed_validation",
+    "findings_of",
+    "upstream_failure",
+    "validate_answer",
+    "verdict_problem",
+]
 
 
 def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
@@ -56,6 +62,31 @@ def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
     ctx.memo["answer_cited"] = tuple(cited.values())
     ctx.memo["answer"] = answer
     return _verdict(answer, ctx, findings_of(answer, ctx))
+
+
+def verdict_problem(state: Judged, policy: Policy) -> str | None:
+    """Why a verdict that arrived as data may not stand, or None if R5 reaches it again.
+
+    Every field of the verdict must be what :func:`validate_answer` gives on the state's
+    own answer: status, reason, text, citations, findings and metrics, so nothing forged
+    reaches a reader or the audit trail. A verdict of a policy with a support judge cannot
+    be reached again without the judge, so one that lets an answer through is refused: send
+    the answered state to R5 instead.
+    """
+    verdict = state.validation
+    if policy.support_judge is not None:
+        if verdict.validation_status is not ValidationStatus.FAILED:
+            return "validation: a judged policy's verdict is only reached by R5 with its judge"
+        verdict = verdict.model_copy(update={"judge": None})
+    # The state as R5 received it: before a verdict an answered prompt was OK (a FAILED
+    # state is never re-checked), and a refusal for want of evidence was NO_EVIDENCE.
+    before = Outcome.ok() if state.prompt.build_status is BuildStatus.OK else state.outcome
+    answered = Answered.model_validate(
+        {name: getattr(state, name) for name in Answered.model_fields} | {"outcome": before}
+    )
+    if validate_answer(answered, policy) != verdict:
+        return "validation: not the verdict R5 reaches on this answer"
+    return None
 
 
 def findings_of(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ...]:

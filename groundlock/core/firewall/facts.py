@@ -20,6 +20,9 @@ from groundlock.core.firewall.lexicon import unaccented, words
 from groundlock.core.firewall.values import ValueIndex, Vocabulary, index_values
 from groundlock.policies.ruleset import Ruleset
 
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+
 __all__ = ["Facts", "facts", "question_facts", "stem", "stems", "vocabulary"]
 
 _SUFFIXES = (
@@ -66,7 +69,7 @@ def stem(word: str) -> str:
     return word
 
 
-@memoized(4096)
+@memoized(4096, max_key_chars=_MAX_KEY_CHARS)
 def stems(text: str, stopwords: frozenset[str]) -> frozenset[str]:
     """The stems of ``text``'s words that are not stop words.
 

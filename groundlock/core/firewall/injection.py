@@ -24,6 +24,9 @@ from groundlock._caches import memoized
 from groundlock.policies.ruleset import Ruleset
 from groundlock.text.fold import caseless, fold
 
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+
 __all__ = ["addresses_the_model", "instruction_parts"]
 
 
@@ -43,7 +46,7 @@ def _weak_re(ruleset: Ruleset) -> re.Pattern[str] | None:
     return _pattern(ruleset, "weak") if ruleset.entries("injection", "weak") else None
 
 
-@memoized(4096)
+@memoized(4096, max_key_chars=_MAX_KEY_CHARS)
 def addresses_the_model(text: str, ruleset: Ruleset) -> bool:
     """Whether ``text`` contains an instruction aimed at the model.
 
@@ -66,7 +69,7 @@ def _reduced(text: str, ruleset: Ruleset) -> str:
     return fold(text)
 
 
-@memoized(256)
+@memoized(256, max_key_chars=_MAX_KEY_CHARS)
 def instruction_parts(text: str, ruleset: Ruleset) -> tuple[tuple[str, bool], ...]:
     """``text``'s sentences, each with whether it belongs to an instruction to the model.
 

@@ -15,6 +15,9 @@ import unicodedata
 from groundlock._caches import memoized
 from groundlock.text.fold import caseless
 
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+
 __all__ = [
     "APOSTROPHE",
     "apostrophes",
@@ -54,7 +57,7 @@ def unaccented(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-@memoized(1024)
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
 def plain(text: str) -> str:
     """``text`` caseless, with every apostrophe straight.
 
@@ -64,7 +67,7 @@ def plain(text: str) -> str:
     return caseless(text).translate(_APOSTROPHE_MAP)
 
 
-@memoized(1024)
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
 def folded_id(text: str) -> str:
     """An id made caseless, once per id (ids keep their apostrophes, as sentences do)."""
     return caseless(text)
@@ -75,7 +78,7 @@ def content_words(text: str, stopwords: frozenset[str]) -> set[str]:
     return {w for w in words(text) if w not in stopwords}
 
 
-@memoized(1024)
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
 def entry_content_words(text: str, stopwords: frozenset[str]) -> frozenset[str]:
     """:func:`content_words` of an evidence text, cached by text."""
     return frozenset(content_words(text, stopwords))

@@ -24,6 +24,9 @@ from groundlock.core.firewall.facts import stem
 from groundlock.core.firewall.lexicon import words
 from groundlock.policies.ruleset import Ruleset
 
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+
 __all__ = ["Clause", "Lexicon", "clauses", "lexicon"]
 
 _CLAUSE_RE = re.compile(
@@ -123,7 +126,7 @@ _COPULAS = frozenset("is are was were be been being".split())
 ``are affected``); a noun after them asserts nothing (``is the permit``)."""
 
 
-@memoized(4096)
+@memoized(4096, max_key_chars=_MAX_KEY_CHARS)
 def clauses(text: str, lex: Lexicon) -> tuple[Clause, ...]:
     """The clauses of a sentence or an evidence sentence."""
     found = []

@@ -27,6 +27,9 @@ from groundlock.core.firewall.rule import Context, SentenceRule
 from groundlock.core.firewall.support import Source, support_view
 from groundlock.policies.ruleset import Ruleset
 
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+
 __all__ = ["UnsupportedEntity", "sentence_names"]
 
 
@@ -34,7 +37,7 @@ def _connectors(ruleset: Ruleset) -> frozenset[str]:
     return frozenset(ruleset.entries("entities", "connectors"))
 
 
-@memoized(4096)
+@memoized(4096, max_key_chars=_MAX_KEY_CHARS)
 def _spelled_out(acronym: str, text: str, connectors: frozenset[str]) -> bool:
     return initials_match(acronym, text, connectors)
 
