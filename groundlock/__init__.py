@@ -47,7 +47,7 @@ from groundlock.contracts import (
     ValidationResult,
     ValidationStatus,
 )
-from groundlock.core import assemble, build_prompt, validate_answer
+from groundlock.core import assemble, build_prompt, validate_answer, validate_text
 from groundlock.core.access import AccessPolicy, Principal, ScoreNormalization
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
@@ -144,4 +144,5 @@ __all__ = [
     "load_template",
     "lock_policy",
     "validate_answer",
+    "validate_text",
 ]

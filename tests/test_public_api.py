@@ -23,7 +23,7 @@ EXPECTED = {
     "validate_answer", "AuditUnavailable", "DeltaAuditStore",
     "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
     "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink", "Answered",
-    "Assembled", "Judged", "Outcome", "Prompted", "RunState", "clear_caches",
+    "Assembled", "Judged", "Outcome", "Prompted", "RunState", "clear_caches", "validate_text",
 }  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """The commands that run the chain: ``ask``, ``validate`` and ``serve``.
 
 ``ask`` answers one bundle (a file or stdin) or a JSONL batch; ``validate`` judges an
-answer someone already has, by replaying it through the chain instead of calling a model;
+answer someone already has with :func:`~groundlock.validate_text` (R2, R3 and R5, no model);
 ``serve`` starts uvicorn workers that each build the chain from the environment. What only
 one command needs (uvicorn above all, the replay model, the chain builder) is imported
 inside that command, so no other command pays for it. :class:`ServeLimits` is light and is
@@ -50,7 +50,12 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         "validate", help="judge an existing answer against a bundle, without a model"
     )
     validate.add_argument("--bundle", type=Path, required=True)
-    validate.add_argument("--answer-file", type=Path, required=True)
+    validate.add_argument(
+        "--answer-file",
+        type=Path,
+        required=True,
+        help="the answer text, or the JSON that `groundlock ask --json` prints",
+    )
     validate.add_argument("--policy", help="policy version (default: the library's default)")
     validate.set_defaults(handler=_validate)
 
@@ -200,18 +205,16 @@ def _summary(results: list[Any], seconds: list[float]) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from groundlock.providers.replay import ReplayChatModel  # noqa: PLC0415
+    from groundlock.core.written_answer import validate_text  # noqa: PLC0415
+    from groundlock.errors import GroundlockError  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
 
     bundle = _read_json(args.bundle)
+    answer = _read_answer(args.answer_file)
     try:
-        answer = args.answer_file.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {args.answer_file}: {type(exc).__name__}") from None
-    chain = _chain_for(args, model=ReplayChatModel(text=answer))
-    state: Any = bundle
-    for step in chain.steps[:4]:  # R2 to R5: the verdict, before packaging
-        state = step.invoke(state)
-    verdict = state.validation
+        verdict = validate_text(answer, bundle, args.policy or DEFAULT_POLICY)
+    except (GroundlockError, ValueError, LookupError) as exc:
+        raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
     reason = verdict.failure_reason.value if verdict.failure_reason else None
     sys.stdout.write(
         json.dumps(
@@ -229,6 +232,27 @@ def _validate(args: argparse.Namespace) -> int:
         + "\n"
     )
     return _exit_code(verdict.generation_status.value)
+
+
+def _read_answer(path: Path) -> str:
+    """The answer text: the file as it is, or the ``answer`` of ``groundlock ask --json``.
+
+    A JSON object with a string ``answer`` (a ``PublicResponse``) gives that answer; any
+    other file is the answer itself, byte for byte (a plain answer may well start with a
+    brace).
+    """
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {type(exc).__name__}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            document = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+        if isinstance(document, dict) and isinstance(document.get("answer"), str):
+            return str(document["answer"])
+    return text
 
 
 def _serve(args: argparse.Namespace) -> int:

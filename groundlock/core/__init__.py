@@ -14,5 +14,6 @@ from groundlock.core.evidence_assembly import assemble
 from groundlock.core.firewall import validate_answer
 from groundlock.core.packaging import package_response
 from groundlock.core.prompt_build import build_prompt
+from groundlock.core.written_answer import validate_text
 
-__all__ = ["assemble", "build_prompt", "package_response", "validate_answer"]
+__all__ = ["assemble", "build_prompt", "package_response", "validate_answer", "validate_text"]

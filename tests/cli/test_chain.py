@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from groundlock import load_policy
 from groundlock.cli import main
 from tests.builders import SAMPLE_BUNDLE_PATH, make_bundle, make_row, sample_bundle
 
@@ -94,6 +95,37 @@ def test_validate_judges_an_existing_answer_without_a_model(
     missing = str(tmp_path / "none.txt")
     assert _run(capsys, "validate", "--bundle", bundle, "--answer-file", missing)[0] == 2
     assert _run(capsys, "validate", "--bundle", bundle)[0] == 2
+
+
+def test_validate_judges_the_given_answer_even_when_the_bundle_has_no_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It used to replay the answer through the chain, where a bundle without evidence never
+    # reaches a model: the refusal was judged instead, and any answer passed.
+    empty = _write(tmp_path, "empty.json", make_bundle([], retrieval_status="NO_EVIDENCE"))
+    claim = _write(tmp_path, "claim.txt", "The pump never needs an inspection. [C0]")
+    code, out, _ = _run(capsys, "validate", "--bundle", empty, "--answer-file", claim)
+    assert (code, json.loads(out)["failure_reason"]) == (1, "INVALID_REFUSAL_FORMAT")
+    refusal = _write(tmp_path, "refusal.txt", load_policy().refusal_text)
+    code, out, _ = _run(capsys, "validate", "--bundle", empty, "--answer-file", refusal)
+    assert (code, json.loads(out)["generation_status"]) == (0, "NO_EVIDENCE")
+
+
+def test_validate_reads_the_json_that_ask_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = str(SAMPLE_BUNDLE_PATH)
+    code, printed, _ = _run(capsys, "ask", "--json", "--bundle", bundle)
+    assert code == 0
+    response = _write(tmp_path, "response.json", printed)
+    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", response)
+    verdict = json.loads(out)
+    assert (code, verdict["validation_status"]) == (0, "PASSED")
+    assert verdict["validated_citations"] == [c["anchor"] for c in json.loads(printed)["citations"]]
+    # a plain answer that happens to be JSON without an answer field is judged as written
+    braces = _write(tmp_path, "braces.txt", '{"note": "see manual"}')
+    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", braces)
+    assert (code, json.loads(out)["failure_reason"]) == (1, "UNCITED_FACTUAL_STATEMENT")
 
 
 def test_a_provider_that_cannot_be_built_is_a_usage_error_naming_the_cause(

@@ -1,0 +1,73 @@
+"""Judge an answer written elsewhere: R2, R3 and R5 over a given text, with no model.
+
+For text a model produced outside groundlock (another pipeline, a stored answer, a
+person), the same verdict R5 gives in the chain: the bundle is assembled and the prompt
+built exactly as for a request, so the evidence and anchors the answer is judged against
+are the ones a model would have been shown, and the text takes the place of R4's reply.
+
+Pure: no model, no LangChain, no I/O beyond the policy's locked files.
+"""
+
+from __future__ import annotations
+
+from groundlock.contracts.enums import FinishReason, GenerationStatus
+from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.validation import ValidationResult
+from groundlock.core.evidence_assembly import assemble
+from groundlock.core.firewall import validate_answer
+from groundlock.core.prompt_build import build_prompt
+from groundlock.core.skipped import failed_verdict
+from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.policies.model import Policy
+
+__all__ = ["validate_text"]
+
+
+def validate_text(
+    answer: str, bundle: object, policy: str | Policy = DEFAULT_POLICY
+) -> ValidationResult:
+    """R5's verdict on ``answer`` as the reply to ``bundle`` under ``policy``.
+
+    ``bundle`` is what the chain takes (a dict from JSON or a ``RetrievalBundle``). A bundle
+    that fails R2 or R3 gives a FAILED verdict with their reason. A bundle with no
+    evidence admits exactly one answer, the policy's refusal: anything else fails
+    ``INVALID_REFUSAL_FORMAT``, since there is nothing it could cite.
+
+    >>> from groundlock import load_policy
+    >>> row = {"chunk_id": "c1", "rank": 0, "similarity": 0.9, "knowledge_id": "K1",
+    ...        "chunk_text": "Replace the seal every 500 hours."}
+    >>> bundle = {"request_id": "r1", "user_question": "Seal interval?",
+    ...           "retrieval_status": "SUCCESS", "index_version": "i",
+    ...           "embedding_model": "e", "top_k": 1, "results": [row]}
+    >>> validate_text("Replace the seal every 500 hours. [C0]", bundle).validation_status.value
+    'PASSED'
+    >>> validate_text("Replace the seal every 600 hours. [C0]", bundle).failure_reason.value
+    'UNSUPPORTED_VALUE'
+    """
+    loaded = load_policy(policy) if isinstance(policy, str) else policy
+    state = build_prompt(assemble(bundle, loaded), loaded)
+    if state.status is GenerationStatus.FAILED:
+        return failed_verdict(state.request_id, state.outcome.reason, state.outcome.message)
+    if state.status is GenerationStatus.NO_EVIDENCE and answer != loaded.refusal_text:
+        return failed_verdict(
+            state.request_id,
+            ReasonCode.INVALID_REFUSAL_FORMAT,
+            "validation: the request has no evidence; its only answer is the exact refusal",
+        )
+    execution = LLMExecutionResult(
+        generation_status=state.status,
+        reason_code=None,
+        message=None,
+        raw_model_text=answer,
+        reported_model_name=None,
+        finish_reason=FinishReason.UNKNOWN,
+        attempts=(),
+        llm_latency_ms=0.0,
+        prompt_tokens_actual=None,
+        completion_tokens_actual=None,
+        total_tokens_actual=None,
+        response_id=None,
+        pinned=None,
+    )
+    return validate_answer(state.answered(execution), loaded)
