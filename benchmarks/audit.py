@@ -28,7 +28,7 @@ from typing import Any
 
 from chain import FixedChatModel, _bundle
 
-from groundlock import grounded_answer_chain
+from groundlock import grounded_answer_chain, load_policy
 from groundlock.core.audit import audit_rows
 from groundlock.runnables.record import RecordValidation
 from groundlock.stores import DeltaAuditStore, ValidationRow
@@ -103,7 +103,10 @@ def added_latency(root: Path, requests: int) -> None:
 
 def committed_rows(root: Path, requests: int) -> None:
     store = DeltaAuditStore(root / "commit", flush_rows=10**9, flush_interval_seconds=3600)
-    pairs = [audit_rows(v, {}, version="bench") for v in _verdicts(min(requests, 200))]
+    policy = load_policy()
+    pairs = [
+        audit_rows(v, {}, version="bench", policy=policy) for v in _verdicts(min(requests, 200))
+    ]
     rows = [
         (
             validation.model_copy(update={"request_id": f"r{n}", "record_id": f"v{n}"}),

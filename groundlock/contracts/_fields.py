@@ -41,6 +41,8 @@ INT64_MAX = 2**63 - 1
 """The largest integer the audit tables (Arrow int64) hold."""
 
 Count = Annotated[int, Field(strict=True, ge=0, le=INT64_MAX)]
+PageNumber = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
+"""A page of a document, counted from 1 (never a boolean, a float or a string)."""
 """A non-negative integer of the input contract, bounded by what the audit trail stores: a
 larger one fails the input gate (``INPUT_SCHEMA_INVALID``) instead of the audit write after
 the model call."""

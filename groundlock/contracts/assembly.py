@@ -14,7 +14,7 @@ from pydantic import NonNegativeInt, field_validator
 
 from groundlock._frozen import cached_property
 from groundlock.contracts._base import Contract
-from groundlock.contracts._fields import Identifier, SourceReference
+from groundlock.contracts._fields import Identifier, PageNumber, SourceReference
 from groundlock.contracts.enums import AssemblyStatus
 from groundlock.contracts.evidence import (
     ENTRY_SEPARATOR,
@@ -60,6 +60,12 @@ class SelectedEvidence(Contract):
     """Tokens the untrimmed text would have added; equals token_count unless truncated."""
     truncated: bool
     """Whether the text was cut to respect ``max_chunk_token_ratio``."""
+    semantic_id: Identifier | None = None
+    """The row's citation metadata, as the retriever gave it (see :class:`RetrievalRow`)."""
+    citation_label: SourceReference | None = None
+    document_id: Identifier | None = None
+    source_file: SourceReference | None = None
+    page: PageNumber | None = None
 
     @field_validator("sanitized_text")
     @classmethod

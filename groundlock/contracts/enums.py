@@ -41,6 +41,19 @@ class GenerationStatus(StrEnum):
     FAILED = "FAILED"
 
 
+class Confidence(StrEnum):
+    """How strongly retrieval supports an answer: a retrieval signal, not a correctness claim.
+
+    From the top similarity among the admitted evidence, against the policy's thresholds
+    (004's levels). An answer that passed R5 is supported by what it cites either way; a
+    low confidence says the evidence itself was a weak match for the question.
+    """
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
 class ValidationStatus(StrEnum):
     """Outcome of R5: the answer may reach a reader, or it may not."""
 

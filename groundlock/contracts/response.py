@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import NonNegativeFloat, NonNegativeInt
 
 from groundlock.contracts._base import Contract
-from groundlock.contracts.enums import GenerationStatus
+from groundlock.contracts.enums import Confidence, GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 
 __all__ = ["PublicCitation", "PublicResponse", "TokenUsage"]
@@ -27,6 +27,12 @@ class PublicCitation(Contract):
     event_date: str | None
     """ISO date (``YYYY-MM-DD``) or null."""
     equipment_id: str | None
+    page: int | None
+    """The page of the source, counted from 1, when the row gave one."""
+    citation_label: str | None
+    """How the source is named in a citation, when the row gave one."""
+    document_id: str | None
+    """The document the entry belongs to, when the row gave one."""
 
 
 class TokenUsage(Contract):
@@ -54,6 +60,13 @@ class PublicResponse(Contract):
     """Why the request FAILED, as a code; null unless FAILED."""
     failure_message: str | None
     """For a request that failed an input check only: which field is at fault and why."""
+    confidence: Confidence | None
+    """For an OK answer: how strongly retrieval matched the question (``high``, ``medium``,
+    ``low``, from the top admitted similarity and the policy's thresholds). A retrieval
+    signal, not a correctness claim; null unless OK."""
+    model_used: str | None
+    """The pinned model that answered (its identity, as R4 pinned it); null when no model
+    was called."""
 
     def _check(self) -> None:
         failed = self.status is GenerationStatus.FAILED
@@ -65,3 +78,5 @@ class PublicResponse(Contract):
             raise ValueError("only an OK response has citations")
         if self.failure_message is not None and not failed:
             raise ValueError("only a FAILED response has a failure_message")
+        if self.confidence is not None and self.status is not GenerationStatus.OK:
+            raise ValueError("only an OK response has a confidence")

@@ -29,6 +29,7 @@ from groundlock.contracts._fields import (
     Identifier,
     IsoDate,
     NonNegativeFinite,
+    PageNumber,
     Similarity,
     SourceReference,
 )
@@ -65,6 +66,16 @@ class RetrievalRow(Contract):
     """Equipment the chunk is about; a row without one never passes an equipment filter."""
     event_date: IsoDate | None = None
     """Date of the recorded event; a row without one never passes a date filter."""
+    semantic_id: Identifier | None = None
+    """A stable id a reader recognises (``IPC_420_0``, 002's citation marker)."""
+    citation_label: SourceReference | None = None
+    """How the source is named in a citation (003's ``citation_label``)."""
+    document_id: Identifier | None = None
+    """The document the chunk belongs to (003)."""
+    source_file: SourceReference | None = None
+    """The file the chunk was read from (004's ``[Source: file, p.N]``)."""
+    page: PageNumber | None = None
+    """The page the chunk is on, counted from 1."""
 
     @model_validator(mode="before")
     @classmethod

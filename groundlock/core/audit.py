@@ -19,6 +19,7 @@ from groundlock.contracts.enums import ValidationStatus
 from groundlock.contracts.state import Judged
 from groundlock.contracts.validation import FirewallFinding, ValidationResult
 from groundlock.core.packaging import package_response, request_summary
+from groundlock.policies.model import Policy
 
 __all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label"]
 
@@ -29,10 +30,10 @@ _MAX_METADATA = 512
 
 
 def audit_rows(
-    state: Judged, metadata: Mapping[str, object], *, version: str
+    state: Judged, metadata: Mapping[str, object], *, version: str, policy: Policy
 ) -> tuple[ValidationRow, QueryRow]:
-    """The validation and query rows of ``state``, stamped now."""
-    response = package_response(state)
+    """The validation and query rows of ``state`` (judged under ``policy``), stamped now."""
+    response = package_response(state, policy)
     summary = request_summary(state, response)
     bundle, prompt, execution, result = (
         state.bundle,

@@ -339,6 +339,11 @@ class _Walk:
             token_count=entry_tokens,
             original_token_count=header_tokens + full_body_tokens,
             truncated=truncated,
+            semantic_id=row.semantic_id,
+            citation_label=row.citation_label,
+            document_id=row.document_id,
+            source_file=row.source_file,
+            page=row.page,
         )
         shown = shingles(text, size) if truncated else row_shingles
         self.admitted.append(_Admitted(evidence, shown))

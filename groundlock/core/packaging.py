@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundlock.contracts.enums import GenerationStatus, ValidationStatus
+from groundlock.contracts.enums import Confidence, GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.state import Judged
+from groundlock.policies.model import Policy
 
 __all__ = ["NO_USAGE", "failed_response", "package_response", "request_summary"]
 
@@ -25,7 +26,7 @@ NO_USAGE = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
 """Usage of a request that never reached a model."""
 
 
-def package_response(state: Judged) -> PublicResponse:
+def package_response(state: Judged, policy: Policy) -> PublicResponse:
     """The public response for ``state``; nothing but validated, public data leaves."""
     result, execution = state.validation, state.execution
     if not execution.attempts:
@@ -37,10 +38,17 @@ def package_response(state: Judged) -> PublicResponse:
             total_tokens=execution.total_tokens_actual,
         )
     latency = execution.llm_latency_ms
+    called = execution.attempts and execution.pinned is not None
+    model_used = execution.pinned.model_name if called and execution.pinned else None
     if result.validation_status is not ValidationStatus.PASSED:
         reason = result.failure_reason or ReasonCode.INTERNAL_ERROR
         return failed_response(
-            state.request_id, reason, result.message, usage=usage, latency_ms=latency
+            state.request_id,
+            reason,
+            result.message,
+            usage=usage,
+            latency_ms=latency,
+            model_used=model_used,
         )
     citations: tuple[PublicCitation, ...] = ()
     if result.generation_status is GenerationStatus.OK:
@@ -52,6 +60,9 @@ def package_response(state: Judged) -> PublicResponse:
                 source_reference=entries[anchor].source_reference,
                 event_date=d.isoformat() if (d := entries[anchor].event_date) else None,
                 equipment_id=entries[anchor].equipment_id,
+                page=entries[anchor].page,
+                citation_label=entries[anchor].citation_label,
+                document_id=entries[anchor].document_id,
             )
             for anchor in result.validated_citations
             if anchor in entries
@@ -65,7 +76,26 @@ def package_response(state: Judged) -> PublicResponse:
         latency_ms=latency,
         failure_reason=None,
         failure_message=None,
+        confidence=confidence_of(state, policy)
+        if result.generation_status is GenerationStatus.OK
+        else None,
+        model_used=model_used,
     )
+
+
+def confidence_of(state: Judged, policy: Policy) -> Confidence:
+    """The confidence level of ``state``'s answer: its top admitted similarity, bucketed.
+
+    The evidence the prompt held (after R3's pruning) is what the answer could rest on.
+    At a threshold counts as reaching it.
+    """
+    top = max((e.similarity_score for e in state.bundle.selected_evidence), default=0.0)
+    thresholds = policy.confidence
+    if top >= thresholds.high:
+        return Confidence.HIGH
+    if top >= thresholds.medium:
+        return Confidence.MEDIUM
+    return Confidence.LOW
 
 
 def failed_response(
@@ -75,6 +105,7 @@ def failed_response(
     *,
     usage: TokenUsage | None = None,
     latency_ms: float = 0.0,
+    model_used: str | None = None,
 ) -> PublicResponse:
     """A FAILED public response: a code, and a message only for the caller's own errors."""
     return PublicResponse(
@@ -86,6 +117,8 @@ def failed_response(
         latency_ms=latency_ms,
         failure_reason=reason,
         failure_message=message if reason in CLIENT_INPUT_REASONS else None,
+        confidence=None,
+        model_used=model_used,
     )
 
 

@@ -17,7 +17,13 @@ from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_
 
 from groundlock._frozen import FrozenModel, cached_property
 
-__all__ = ["ExecutionLimits", "InputLimits", "Policy", "SupportJudgeSettings"]
+__all__ = [
+    "ConfidenceThresholds",
+    "ExecutionLimits",
+    "InputLimits",
+    "Policy",
+    "SupportJudgeSettings",
+]
 
 _Positive = Annotated[StrictInt, Field(ge=1)]
 _Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
@@ -66,7 +72,13 @@ class ExecutionLimits(FrozenModel):
         return self
 
 
-_LATER_FIELDS = ("firewall_ruleset", "firewall_modes", "min_support_coverage", "support_judge")
+_LATER_FIELDS = (
+    "firewall_ruleset",
+    "firewall_modes",
+    "min_support_coverage",
+    "support_judge",
+    "confidence",
+)
 """Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
 
 
@@ -95,6 +107,21 @@ class SupportJudgeSettings(FrozenModel):
     """Wall-clock budget for judging one answer; past it the judge has failed."""
     max_sentences: Annotated[StrictInt, Field(ge=1, le=200)] = 60
     """Most sentences judged; a longer answer fails the judge (its cost is bounded)."""
+
+
+class ConfidenceThresholds(FrozenModel):
+    """Top admitted similarity at or above which an OK answer's confidence is high, medium."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    high: _Fraction = 0.88
+    medium: _Fraction = 0.80
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.medium > self.high:
+            raise ValueError("confidence: medium must not exceed high")
+        return self
 
 
 class Policy(FrozenModel):
@@ -160,6 +187,8 @@ class Policy(FrozenModel):
     min_support_coverage: _Fraction = 0.5
     """Rule ``support_coverage``: a cited sentence less than this share of whose content
     words occur in the entries it cites is a finding (a flag in the default policy)."""
+    confidence: ConfidenceThresholds = Field(default_factory=ConfidenceThresholds)
+    """Thresholds of the public response's ``confidence`` (a retrieval signal)."""
 
     @model_validator(mode="after")
     def _values_are_coherent(self) -> Self:

@@ -40,7 +40,7 @@ class PackageResponse(StateStage[Judged, PublicResponse]):
 
     @override
     def _run(self, state: Judged, config: RunnableConfig) -> PublicResponse:
-        response = package_response(state)
+        response = package_response(state, self.policy)
         _log_request(state, response)
         return response
 

@@ -59,7 +59,7 @@ class RecordValidation(StateStage[Judged, Judged]):
     @override
     def _run(self, state: Judged, config: RunnableConfig) -> Judged:
         metadata: Any = config.get("metadata") or {}
-        validation, query = audit_rows(state, metadata, version=__version__)
+        validation, query = audit_rows(state, metadata, version=__version__, policy=self.policy)
         try:
             self.store.record(validation, query)
         except AuditUnavailable as exc:

@@ -102,7 +102,7 @@ class TestPackageResponseContract(StageContract):
         return {"validation_status": "PASSED"}
 
     def break_stage(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        def explode(state: Judged) -> None:
+        def explode(state: Judged, policy: Any) -> None:
             raise RuntimeError(state.validation.validated_answer_text)
 
         monkeypatch.setattr("groundlock.runnables.package.package_response", explode)
