@@ -78,6 +78,37 @@ class LLMExecutionResult(Contract):
     """The model R4 pinned; None only where no R4 ran for the request (a later stage was
     invoked on its own with input that was no run state)."""
 
+    @classmethod
+    def uncalled(
+        cls,
+        status: GenerationStatus,
+        *,
+        text: str = "",
+        reason: ReasonCode | None = None,
+        message: str | None = None,
+        pinned: PinnedModel | None = None,
+    ) -> LLMExecutionResult:
+        """An execution that called no model: no attempt, no usage, no reply metadata.
+
+        For a request R4 passes over (FAILED), its refusal for want of evidence, and an
+        answer written elsewhere that takes a reply's place.
+        """
+        return cls(
+            generation_status=status,
+            reason_code=reason,
+            message=message,
+            raw_model_text=text,
+            reported_model_name=None,
+            finish_reason=FinishReason.UNKNOWN,
+            attempts=(),
+            llm_latency_ms=0.0,
+            prompt_tokens_actual=None,
+            completion_tokens_actual=None,
+            total_tokens_actual=None,
+            response_id=None,
+            pinned=pinned,
+        )
+
     @property
     def model_name(self) -> str | None:
         """The pinned model identity (``001`` R3 telemetry)."""

@@ -21,7 +21,7 @@ here, where both sections are in view, when a state is built.
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import ClassVar, Self, TypeVar
 
 from groundlock.contracts._base import Contract
 from groundlock.contracts.assembly import AnswerBundle
@@ -37,6 +37,8 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
 
 __all__ = ["Answered", "Assembled", "Judged", "Outcome", "Prompted", "RunState"]
+
+StateT = TypeVar("StateT", bound="RunState")
 
 
 class Outcome(Contract):
@@ -89,6 +91,14 @@ class RunState(Contract):
     def status(self) -> GenerationStatus:
         """The outcome's status."""
         return self.outcome.status
+
+    def carried_into(self, target: type[StateT], **changes: object) -> StateT:
+        """A ``target`` state holding this one's fields, with ``changes`` added or replaced.
+
+        Sections are carried by reference (they are frozen); the target's own checks run.
+        """
+        carried = {name: getattr(self, name) for name in target.model_fields if name not in changes}
+        return target.model_validate({**carried, **changes})
 
     def _check(self) -> None:
         """Nothing to join at the top; each section adds its own."""
@@ -148,14 +158,8 @@ class Assembled(RunState):
         outcome: Outcome | None = None,
     ) -> Prompted:
         """The state R3 leaves: this one with its prompt (and the evidence it holds)."""
-        return Prompted(
-            request_id=self.request_id,
-            run_id=self.run_id,
-            policy_version=self.policy_version,
-            policy_sha256=self.policy_sha256,
-            outcome=outcome or self.outcome,
-            bundle=bundle or self.bundle,
-            prompt=prompt,
+        return self.carried_into(
+            Prompted, outcome=outcome or self.outcome, bundle=bundle or self.bundle, prompt=prompt
         )
 
     def with_outcome(self, outcome: Outcome) -> Self:
@@ -172,16 +176,7 @@ class Prompted(Assembled):
         self, execution: LLMExecutionResult, *, outcome: Outcome | None = None
     ) -> Answered:
         """The state R4 leaves: this one with its execution."""
-        return Answered(
-            request_id=self.request_id,
-            run_id=self.run_id,
-            policy_version=self.policy_version,
-            policy_sha256=self.policy_sha256,
-            outcome=outcome or self.outcome,
-            bundle=self.bundle,
-            prompt=self.prompt,
-            execution=execution,
-        )
+        return self.carried_into(Answered, outcome=outcome or self.outcome, execution=execution)
 
     def _check(self) -> None:
         super()._check()
@@ -205,17 +200,7 @@ class Answered(Prompted):
 
     def judged(self, validation: ValidationResult, *, outcome: Outcome) -> Judged:
         """The state R5 leaves: this one with its verdict, and the outcome it decides."""
-        return Judged(
-            request_id=self.request_id,
-            run_id=self.run_id,
-            policy_version=self.policy_version,
-            policy_sha256=self.policy_sha256,
-            outcome=outcome,
-            bundle=self.bundle,
-            prompt=self.prompt,
-            execution=self.execution,
-            validation=validation,
-        )
+        return self.carried_into(Judged, outcome=outcome, validation=validation)
 
     def _check(self) -> None:
         super()._check()

@@ -26,7 +26,7 @@ from groundlock.contracts.prompt import (
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.state import Assembled, Outcome, Prompted
 from groundlock.core.evidence_assembly import without_lowest_ranked
-from groundlock.core.skipped import unbuilt
+from groundlock.core.skipped import unbuilt, unbuilt_prompt
 from groundlock.policies.model import Policy
 from groundlock.prompts.template import PromptTemplate, load_template
 from groundlock.text.sanitize import safe_normalize
@@ -206,17 +206,8 @@ def _failed(
     message: str,
     pruned: int = 0,
 ) -> Prompted:
-    prompt = PromptBuildResult(
-        build_status=BuildStatus.FAILED,
-        reason_code=reason,
-        message=message,
-        messages=(),
-        prompt_sha256=None,
-        template_version=template.version,
-        template_sha256=template.sha256,
-        refusal_text=policy.refusal_text,
-        tokens=None,
-        pruned_chunk_count=pruned,
+    prompt = unbuilt_prompt(
+        BuildStatus.FAILED, reason, message, policy, template=template, pruned=pruned
     )
     outcome = Outcome.failed(reason, message)
     return state.prompted(prompt, bundle=bundle, outcome=outcome)

@@ -19,7 +19,6 @@ from typing import TypeVar
 
 from groundlock.contracts.enums import (
     BuildStatus,
-    FinishReason,
     GenerationStatus,
     ValidationStatus,
 )
@@ -30,7 +29,7 @@ from groundlock.contracts.state import Answered, Assembled, Judged, Outcome, Pro
 from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 from groundlock.core.evidence_assembly import failed_bundle
 from groundlock.policies.model import Policy
-from groundlock.prompts.template import load_template
+from groundlock.prompts.template import PromptTemplate, load_template
 
 __all__ = [
     "advanced",
@@ -39,6 +38,7 @@ __all__ = [
     "refailed",
     "unanswered",
     "unbuilt",
+    "unbuilt_prompt",
     "unjudged",
 ]
 
@@ -53,22 +53,42 @@ def failed_state(payload: object, policy: Policy, reason: ReasonCode, message: s
 def unbuilt(state: Assembled, policy: Policy) -> Prompted:
     """``state`` with the prompt R3 did not build: NO_EVIDENCE or FAILED, with its reason."""
     outcome = state.outcome
-    template = load_template(policy.prompt_template)
-    prompt = PromptBuildResult(
-        build_status=BuildStatus.NO_EVIDENCE
+    status = (
+        BuildStatus.NO_EVIDENCE
         if outcome.status is GenerationStatus.NO_EVIDENCE
-        else BuildStatus.FAILED,
-        reason_code=outcome.reason or ReasonCode.INTERNAL_ERROR,
-        message=outcome.message,
+        else BuildStatus.FAILED
+    )
+    reason = outcome.reason or ReasonCode.INTERNAL_ERROR
+    return state.prompted(unbuilt_prompt(status, reason, outcome.message, policy))
+
+
+def unbuilt_prompt(
+    status: BuildStatus,
+    reason: ReasonCode,
+    message: str | None,
+    policy: Policy,
+    *,
+    template: PromptTemplate | None = None,
+    pruned: int = 0,
+) -> PromptBuildResult:
+    """A prompt that was not built (NO_EVIDENCE or FAILED): no messages, no hash.
+
+    It still names the template and the refusal of ``policy``: what a prompt would have
+    been built from, and what a request without one answers.
+    """
+    template = template if template is not None else load_template(policy.prompt_template)
+    return PromptBuildResult(
+        build_status=status,
+        reason_code=reason,
+        message=message,
         messages=(),
         prompt_sha256=None,
         template_version=template.version,
         template_sha256=template.sha256,
         refusal_text=policy.refusal_text,
         tokens=None,
-        pruned_chunk_count=0,
+        pruned_chunk_count=pruned,
     )
-    return state.prompted(prompt)
 
 
 def unanswered(state: Prompted, pinned: PinnedModel | None) -> Answered:
@@ -79,19 +99,10 @@ def unanswered(state: Prompted, pinned: PinnedModel | None) -> Answered:
     """
     outcome = state.outcome
     failed = outcome.status is GenerationStatus.FAILED
-    execution = LLMExecutionResult(
-        generation_status=outcome.status,
-        reason_code=(outcome.reason or ReasonCode.INTERNAL_ERROR) if failed else None,
+    execution = LLMExecutionResult.uncalled(
+        outcome.status,
+        reason=(outcome.reason or ReasonCode.INTERNAL_ERROR) if failed else None,
         message=outcome.message if failed else None,
-        raw_model_text="",
-        reported_model_name=None,
-        finish_reason=FinishReason.UNKNOWN,
-        attempts=(),
-        llm_latency_ms=0.0,
-        prompt_tokens_actual=None,
-        completion_tokens_actual=None,
-        total_tokens_actual=None,
-        response_id=None,
         pinned=pinned,
     )
     return state.answered(execution)

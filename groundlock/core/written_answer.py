@@ -10,7 +10,7 @@ Pure: no model, no LangChain, no I/O beyond the policy's locked files.
 
 from __future__ import annotations
 
-from groundlock.contracts.enums import FinishReason, GenerationStatus
+from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
@@ -55,19 +55,5 @@ def validate_text(
             ReasonCode.INVALID_REFUSAL_FORMAT,
             "validation: the request has no evidence; its only answer is the exact refusal",
         )
-    execution = LLMExecutionResult(
-        generation_status=state.status,
-        reason_code=None,
-        message=None,
-        raw_model_text=answer,
-        reported_model_name=None,
-        finish_reason=FinishReason.UNKNOWN,
-        attempts=(),
-        llm_latency_ms=0.0,
-        prompt_tokens_actual=None,
-        completion_tokens_actual=None,
-        total_tokens_actual=None,
-        response_id=None,
-        pinned=None,
-    )
+    execution = LLMExecutionResult.uncalled(state.status, text=answer)
     return validate_answer(state.answered(execution), loaded)

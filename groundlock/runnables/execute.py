@@ -175,7 +175,9 @@ class ExecuteModel(StateStage[Prompted, Answered]):
 
     def _refused(self, state: Prompted) -> Answered:
         """NO_EVIDENCE: the policy's exact refusal (its own, never the input's), uncalled."""
-        execution = self._execution(GenerationStatus.NO_EVIDENCE, text=self.policy.refusal_text)
+        execution = LLMExecutionResult.uncalled(
+            GenerationStatus.NO_EVIDENCE, text=self.policy.refusal_text, pinned=self.pinned
+        )
         return state.answered(execution)
 
     def _execution(

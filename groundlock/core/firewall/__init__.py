@@ -81,9 +81,7 @@ def verdict_problem(state: Judged, policy: Policy) -> str | None:
     # The state as R5 received it: before a verdict an answered prompt was OK (a FAILED
     # state is never re-checked), and a refusal for want of evidence was NO_EVIDENCE.
     before = Outcome.ok() if state.prompt.build_status is BuildStatus.OK else state.outcome
-    answered = Answered.model_validate(
-        {name: getattr(state, name) for name in Answered.model_fields} | {"outcome": before}
-    )
+    answered = state.carried_into(Answered, outcome=before)
     if validate_answer(answered, policy) != verdict:
         return "validation: not the verdict R5 reaches on this answer"
     return None
