@@ -17,8 +17,9 @@ The look-alike sets here are also what the sanitiser neutralises in evidence tex
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from groundlock.citations.grammar import AnchorScan
+from groundlock.citations.grammar import AnchorScan, CitableEntry, CitableRow
 
 __all__ = [
     "ANCHOR_RE",
@@ -26,7 +27,9 @@ __all__ = [
     "C_LOOKALIKES",
     "SQUARE_CLOSE",
     "SQUARE_OPEN",
+    "UNKNOWN_SOURCE",
     "BracketC",
+    "header_line",
     "scan_anchors",
     "without_anchors",
 ]
@@ -83,12 +86,36 @@ def without_anchors(text: str) -> str:
     return _STRAY_RE.sub(" ", _GROUP_RE.sub(" ", ANCHOR_RE.sub(" ", text)))
 
 
+UNKNOWN_SOURCE = "unknown"
+"""Rendered as ``source=`` when a row carries no source_reference."""
+
+
+def header_line(anchor: str, chunk_id: str, knowledge_id: str, source_reference: str | None) -> str:
+    """One header line exactly as ``001`` P3.1 freezes it.
+
+    >>> header_line("C0", "c-17", "KB-4", None)
+    '[C0 | chunk_id=c-17 | knowledge_id=KB-4 | source=unknown]'
+    """
+    source = source_reference if source_reference is not None else UNKNOWN_SOURCE
+    return f"[{anchor} | chunk_id={chunk_id} | knowledge_id={knowledge_id} | source={source}]"
+
+
 class BracketC:
-    """The ``[C<n>]`` grammar as a :class:`~groundlock.citations.CitationGrammar`."""
+    """The ``[C<n>]`` grammar as a :class:`~groundlock.citations.CitationGrammar`.
+
+    Its markers are the anchor keys themselves, so it reads every request the same way:
+    :meth:`bound` returns the grammar, and an anchor's validity is the firewall's question.
+    Its evidence shapes are neutralised by ``safe_normalize_v1`` itself.
+    """
 
     name = "bracket_c"
     marker_re = ANCHOR_RE
     segmentation_marker = r"\[C\d+\]"
+    required_fields: tuple[str, ...] = ()
+
+    def bound(self, entries: Sequence[CitableEntry]) -> BracketC:
+        """This grammar: ``[C<n>]`` names the entry with key ``C<n>`` in every request."""
+        return self
 
     def scan(self, text: str) -> AnchorScan:
         """See :func:`scan_anchors`."""
@@ -102,9 +129,25 @@ class BracketC:
         """See :func:`without_anchors`."""
         return without_anchors(text)
 
-    def marker(self, anchor: str) -> str:
-        """``"C0"`` -> ``"[C0]"``."""
-        return f"[{anchor}]"
+    def marker(self, entry: CitableEntry) -> str:
+        """``[C0]``."""
+        return f"[{entry.anchor}]"
+
+    def public_anchor(self, entry: CitableEntry) -> str:
+        """``C0``."""
+        return entry.anchor
+
+    def header(self, entry: CitableEntry) -> str:
+        """See :func:`header_line`."""
+        return header_line(entry.anchor, entry.chunk_id, entry.knowledge_id, entry.source_reference)
+
+    def row_problem(self, row: CitableRow) -> str | None:
+        """None: a positional anchor needs no row field."""
+        return None
+
+    def neutralize(self, text: str) -> tuple[str, int]:
+        """``text`` unchanged: ``safe_normalize_v1`` already neutralises ``[C<n>]`` shapes."""
+        return text, 0
 
     def __repr__(self) -> str:
         return "BracketC()"

@@ -1,20 +1,28 @@
 """What a citation grammar is: the one place an answer's markers are recognised.
 
-Every rule of the firewall, the sentence splitter and the offline model read citations only
-through a :class:`CitationGrammar`, so a new marker style (``[semantic_id]``,
-``[CIT-01]``, ``[Source: file, p.N]``) is a new grammar module, not an edit of the rules.
-A grammar answers four questions about a text: which well-formed markers it holds (as the
-anchor keys of the evidence entries they name), how many marker-like tokens are malformed,
-what the text says without its markers, and where a run of markers follows a sentence's end.
+Every rule of the firewall, the sentence splitter, the evidence headers and the offline model
+read citations only through a :class:`CitationGrammar`, so a new marker style
+(``[semantic_id]``, ``[CIT-01]``, ``[Source: file, p.N]``) is a new grammar module, not an
+edit of the rules.
+
+Internally every evidence entry keeps its positional anchor key (``C0``, ``C1``, ...): the
+audit trail, the metrics and the rules speak in keys. A grammar decides how an entry is
+*written*: its header line in the prompt, the marker that cites it, the anchor shown in a
+public citation. To read an answer, the grammar is :meth:`~CitationGrammar.bound` to the
+request's entries, which gives a :class:`BoundCitations`: it answers, for a text, which
+entries its well-formed markers name (as keys; a marker naming no entry is returned as its
+own text, which is never a key), how many marker-like tokens are malformed, and what the text
+says without its markers.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["AnchorScan", "CitationGrammar"]
+__all__ = ["AnchorScan", "BoundCitations", "CitableEntry", "CitableRow", "CitationGrammar"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,30 +35,115 @@ class AnchorScan:
     """How many anchor-like tokens are not well-formed."""
 
 
-class CitationGrammar(Protocol):
-    """A citation marker style, as the firewall and the sentence splitter see it."""
+class CitableRow(Protocol):
+    """The citation metadata of a retrieved row, as a grammar checks it (read-only)."""
 
-    name: str
-    """Stable name, recorded with the ruleset that uses it (``bracket_c``)."""
-    marker_re: re.Pattern[str]
-    """Exactly one well-formed marker."""
-    segmentation_marker: str
-    """Regex source of what the sentence splitter treats as a marker: a mark glued to one
-    ends a sentence, and a run of them after an end mark belongs to that sentence. Looser
-    than :attr:`marker_re` (``[C01]`` too), so a malformed marker cannot merge sentences."""
+    @property
+    def chunk_id(self) -> str:
+        """The row's chunk id (the ``[semantic_id]`` fallback)."""
+
+    @property
+    def knowledge_id(self) -> str | None:
+        """The source document's knowledge id."""
+
+    @property
+    def source_reference(self) -> str | None:
+        """A human-readable source."""
+
+    @property
+    def semantic_id(self) -> str | None:
+        """``002``'s marker id."""
+
+    @property
+    def citation_label(self) -> str | None:
+        """``003``'s source label."""
+
+    @property
+    def document_id(self) -> str | None:
+        """``003``'s document id."""
+
+    @property
+    def source_file(self) -> str | None:
+        """``004``'s file name."""
+
+    @property
+    def page(self) -> int | None:
+        """``004``'s page, from 1."""
+
+
+class CitableEntry(CitableRow, Protocol):
+    """An admitted evidence entry: a row with its positional key."""
+
+    @property
+    def anchor(self) -> str:
+        """``C<n>``: the entry's position, its key everywhere inside groundlock."""
+
+    @property
+    def knowledge_id(self) -> str:
+        """The row's knowledge id, or its chunk id."""
+
+
+class BoundCitations(Protocol):
+    """A grammar bound to one request's entries: what the firewall reads an answer with."""
+
+    @property
+    def marker_re(self) -> re.Pattern[str]:
+        """Exactly one well-formed marker (naming an entry or not)."""
 
     def scan(self, text: str) -> AnchorScan:
-        """The well-formed anchors of ``text`` and its count of malformed marker shapes."""
+        """The keys of ``text``'s well-formed markers and its count of malformed shapes."""
         ...
 
     def anchors(self, text: str) -> list[str]:
-        """The anchor keys of ``text``'s well-formed markers, in order, repeats kept."""
+        """The keys the well-formed markers of ``text`` name, in order, repeats kept.
+
+        A marker naming several entries (two chunks of one page) gives each key; one naming
+        none gives its own text, which is never a key, so the firewall reports it.
+        """
         ...
 
     def without_markers(self, text: str) -> str:
-        """``text`` with every marker and marker-like token blanked out (lengths kept)."""
+        """``text`` with every marker and marker-like token blanked out."""
         ...
 
-    def marker(self, anchor: str) -> str:
-        """The marker that cites ``anchor`` (``"C0"`` -> ``"[C0]"``)."""
+
+class CitationGrammar(Protocol):
+    """A citation marker style: how entries are written in the prompt and cited back."""
+
+    name: str
+    """Stable name, recorded with the ruleset that uses it (``bracket_c``)."""
+    segmentation_marker: str
+    """Regex source of what the sentence splitter treats as a marker: a mark glued to one
+    ends a sentence, and a run of them after an end mark belongs to that sentence. Looser
+    than a well-formed marker (``[C01]`` too), so a malformed marker cannot merge sentences."""
+    required_fields: tuple[str, ...]
+    """Row fields the markers or headers need; a row without one fails the input contract."""
+
+    def bound(self, entries: Sequence[CitableEntry]) -> BoundCitations:
+        """This grammar reading answers about ``entries``."""
+        ...
+
+    def marker(self, entry: CitableEntry) -> str:
+        """The marker that cites ``entry`` (``[C0]``, ``[IPC_420_0]``, ``[CIT-01]``)."""
+        ...
+
+    def public_anchor(self, entry: CitableEntry) -> str:
+        """The anchor a public citation shows: the marker without its brackets."""
+        ...
+
+    def header(self, entry: CitableEntry) -> str:
+        """The entry's header line in the evidence block (one line, no newline)."""
+        ...
+
+    def row_problem(self, row: CitableRow) -> str | None:
+        """Why ``row`` cannot be cited in this grammar (``"source_file: ..."``), or None."""
+        ...
+
+    def neutralize(self, text: str) -> tuple[str, int]:
+        """Evidence (or history) text with this grammar's marker shapes made inert.
+
+        Square brackets of anything a model could copy as a marker become round ones, so the
+        model never sees a marker the assembler did not write. Returns the text and how many
+        shapes changed. Must be idempotent.
+        """
         ...

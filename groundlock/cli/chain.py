@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from groundlock.cli._shared import Parser, UsageError, store_option, table_lines
+from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
 
 if TYPE_CHECKING:
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 
+def _policy_help() -> str:
+    return (
+        "a built-in policy version or a policy file (default: the library's default); "
+        f"built in: {', '.join(available_policies())}"
+    )
+
+
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``ask``, ``validate`` and ``serve`` to the command line."""
     ask = commands.add_parser("ask", help="answer a bundle (a JSON file, or stdin)")
@@ -41,7 +49,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     source.add_argument("--batch", type=Path, help="a JSONL file of bundles, one per line")
     ask.add_argument("--json", action="store_true", help="print the PublicResponse as JSON")
     ask.add_argument("--model", help="provider:model (default: the offline model)")
-    ask.add_argument("--policy", help="policy version (default: the library's default)")
+    ask.add_argument("--policy", help=_policy_help())
     ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
     store_option(ask, default=None)
     ask.set_defaults(handler=_ask)
@@ -56,7 +64,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         required=True,
         help="the answer text, or the JSON that `groundlock ask --json` prints",
     )
-    validate.add_argument("--policy", help="policy version (default: the library's default)")
+    validate.add_argument("--policy", help=_policy_help())
     validate.set_defaults(handler=_validate)
 
     serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
@@ -64,7 +72,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
     serve.add_argument("--model", help="provider:model (default: the offline model)")
-    serve.add_argument("--policy", help="policy version (default: the library's default)")
+    serve.add_argument("--policy", help=_policy_help())
     store_option(serve)
     for field in dataclasses.fields(ServeLimits):
         serve.add_argument(

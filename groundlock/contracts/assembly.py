@@ -9,22 +9,23 @@ that tried to build anything else would fail loudly instead of passing a half-bu
 from __future__ import annotations
 
 from datetime import date
+from typing import Self
 
-from pydantic import NonNegativeInt, field_validator
+from pydantic import NonNegativeInt, field_validator, model_validator
 
 from groundlock._frozen import cached_property
+from groundlock.citations import BRACKET_C, GRAMMAR_NAMES, grammar_named
 from groundlock.contracts._base import Contract
 from groundlock.contracts._fields import Identifier, PageNumber, SourceReference
-from groundlock.contracts.enums import AssemblyStatus
+from groundlock.contracts.enums import AssemblyStatus, QueryType
 from groundlock.contracts.evidence import (
     ENTRY_SEPARATOR,
     HEADER_TEXT_SEPARATOR,
     anchor_for,
-    render_evidence_header,
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
-from groundlock.contracts.retrieval import FiltersApplied
-from groundlock.text.sanitize import sanitize_evidence
+from groundlock.contracts.retrieval import FiltersApplied, HistoryTurn
+from groundlock.text.sanitize import safe_normalize_v2, sanitize_evidence
 
 __all__ = [
     "AnswerBundle",
@@ -66,6 +67,8 @@ class SelectedEvidence(Contract):
     document_id: Identifier | None = None
     source_file: SourceReference | None = None
     page: PageNumber | None = None
+    citation_grammar: str = "bracket_c"
+    """The grammar the entry is written and cited in (the policy's, through its ruleset)."""
 
     @field_validator("sanitized_text")
     @classmethod
@@ -76,12 +79,29 @@ class SelectedEvidence(Contract):
             raise ValueError("sanitized_text must be non-empty safe_normalize_v1 output")
         return value
 
+    @field_validator("citation_grammar")
+    @classmethod
+    def _known_grammar(cls, value: str) -> str:
+        if value not in GRAMMAR_NAMES:
+            raise ValueError(f"not a citation grammar; known: {', '.join(GRAMMAR_NAMES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _citable(self) -> Self:
+        grammar = grammar_named(self.citation_grammar)
+        if grammar is not BRACKET_C and (
+            safe_normalize_v2(self.sanitized_text, grammar).text != self.sanitized_text
+        ):
+            raise ValueError("sanitized_text must be safe_normalize_v2 output for its grammar")
+        problem = grammar.row_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     @cached_property
     def header(self) -> str:
         """The entry's header line (cached: R2 renders it, and its check renders it again)."""
-        return render_evidence_header(
-            self.anchor, self.chunk_id, self.knowledge_id, self.source_reference
-        )
+        return grammar_named(self.citation_grammar).header(self)
 
     @cached_property
     def entry_text(self) -> str:
@@ -189,6 +209,10 @@ class AnswerBundle(Contract):
     """Human-readable cause naming the offending field; never echoes evidence or scores."""
     user_question: str | None
     """The question as received, for R3; None only when the input was malformed."""
+    query_type: QueryType | None = None
+    """The bundle's query type, as received (None: the policy's default, ``factual``)."""
+    history: tuple[HistoryTurn, ...] = ()
+    """The bundle's prior turns, as received; R3 windows, sanitises and renders them."""
     selected_evidence: tuple[SelectedEvidence, ...]
     evidence_block_text: str
     """The exact evidence bytes for the prompt; empty unless OK."""
@@ -233,6 +257,8 @@ class AnswerBundle(Contract):
             raise ValueError("anchors must be C0, C1, ... in evidence order")
         if len({item.chunk_id for item in self.selected_evidence}) != len(self.selected_evidence):
             raise ValueError("each anchor must map to a different chunk")
+        if len({item.citation_grammar for item in self.selected_evidence}) != 1:
+            raise ValueError("every entry must be written in one citation grammar")
         if self.evidence_block_text != "".join(e.entry_text for e in self.selected_evidence):
             raise ValueError("evidence_block_text must be exactly the rendered entries")
         _check_metrics_match(self.metrics, self.selected_evidence)

@@ -193,6 +193,12 @@ class ValidationRow(_RequestRow):
     judge_prompt_sha256: _Id | None = None
     judge_verdicts: tuple[_Text, ...] | None = None
     """The judge's verdicts as ``sentence:supported|unsupported:score``, or its error."""
+    query_type: _Id | None = None
+    """The bundle's query type (``factual``, ``summary``, ``compare``), as given."""
+    history_turns_given: _Count | None = None
+    """Prior turns the bundle brought (null on rows written before history windows)."""
+    history_turns_kept: _Count | None = None
+    """Of those, the newest the policy's window let the prompt show."""
     outcome_sha256: _Id | None = None
     """What the caller received (status, reason, answer, cited chunks), hashed; the same in
     both rows of a request. A later execution under a stored key that received something

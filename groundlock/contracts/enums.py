@@ -17,6 +17,14 @@ class RetrievalStatus(StrEnum):
     FAILED = "FAILED"
 
 
+class QueryType(StrEnum):
+    """What kind of answer is asked for (``004``): it selects the output budget and word limit."""
+
+    FACTUAL = "factual"
+    SUMMARY = "summary"
+    COMPARE = "compare"
+
+
 class AssemblyStatus(StrEnum):
     """Outcome of R2: evidence ready for a prompt, a refusal, or an invalid request."""
 

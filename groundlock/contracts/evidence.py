@@ -13,6 +13,8 @@ what lets R2 budget evidence from cached per-chunk counts instead of re-tokenisi
 
 from __future__ import annotations
 
+from groundlock.citations.bracket_c import UNKNOWN_SOURCE, header_line
+
 __all__ = [
     "ENTRY_SEPARATOR",
     "HEADER_TEXT_SEPARATOR",
@@ -25,8 +27,6 @@ HEADER_TEXT_SEPARATOR = "\n"
 """Between an entry's header line and its text."""
 ENTRY_SEPARATOR = "\n\n"
 """After every entry's text."""
-UNKNOWN_SOURCE = "unknown"
-"""Rendered as ``source=`` when a row carries no source_reference."""
 
 
 def anchor_for(position: int) -> str:
@@ -34,13 +34,5 @@ def anchor_for(position: int) -> str:
     return f"C{position}"
 
 
-def render_evidence_header(
-    anchor: str, chunk_id: str, knowledge_id: str, source_reference: str | None
-) -> str:
-    """Render one header line exactly as ``001`` P3.1 freezes it.
-
-    >>> render_evidence_header("C0", "c-17", "KB-4", None)
-    '[C0 | chunk_id=c-17 | knowledge_id=KB-4 | source=unknown]'
-    """
-    source = source_reference if source_reference is not None else UNKNOWN_SOURCE
-    return f"[{anchor} | chunk_id={chunk_id} | knowledge_id={knowledge_id} | source={source}]"
+render_evidence_header = header_line
+"""The ``[C<n>]`` grammar's header line (kept under its contract name)."""

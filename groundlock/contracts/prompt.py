@@ -75,6 +75,9 @@ class PromptTokenAccount(Contract):
     question_tokens: NonNegativeInt
     output_rules_tokens: NonNegativeInt
     reserved_output_tokens: NonNegativeInt
+    """The answer's budget: the policy's, or its query type's (``004``)."""
+    history_tokens: NonNegativeInt = 0
+    """The conversation-history section (templates that have one)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -85,6 +88,7 @@ class PromptTokenAccount(Contract):
             + self.evidence_tokens
             + self.question_tokens
             + self.output_rules_tokens
+            + self.history_tokens
         )
 
     @property
@@ -115,6 +119,11 @@ class PromptBuildResult(Contract):
     tokens: PromptTokenAccount | None
     pruned_chunk_count: NonNegativeInt
     """Chunks PB4 dropped (lowest rank first) to fit max_total_prompt_tokens."""
+    history_turns_given: NonNegativeInt = 0
+    """Prior turns the bundle brought."""
+    history_turns_kept: NonNegativeInt = 0
+    """The newest of them that fit the policy's window (turns and tokens) and hold text:
+    the ones the prompt shows. The others were dropped, oldest first."""
 
     @cached_property
     def prompt_bytes(self) -> bytes:

@@ -94,6 +94,8 @@ class ReasonCode(StrEnum):
     """A well-formed anchor that names no evidence entry of this request (``[C99]``)."""
     UNCITED_FACTUAL_STATEMENT = "UNCITED_FACTUAL_STATEMENT"
     """A sentence with letters or digits carries no valid anchor."""
+    WORD_LIMIT_EXCEEDED = "WORD_LIMIT_EXCEEDED"
+    """The answer holds more words than its query type allows (``004``; markers not counted)."""
     METADATA_LEAK = "METADATA_LEAK"
     """Chunk or knowledge ids, header or section syntax, the prompt's own rules, or the word
     evidence, where the cited entries do not contain them."""

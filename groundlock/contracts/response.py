@@ -21,7 +21,8 @@ class PublicCitation(Contract):
     """What a reader may know about one cited evidence entry."""
 
     anchor: str
-    """``C<n>``, as written in the answer."""
+    """The marker as the answer writes it, without its brackets: ``C0`` (the default),
+    ``IPC_420_0``, ``CIT-01`` or ``Source: manual.pdf, p.14`` under the presets."""
     knowledge_id: str
     source_reference: str | None
     event_date: str | None

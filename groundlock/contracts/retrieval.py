@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, StrictInt, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -33,9 +33,9 @@ from groundlock.contracts._fields import (
     Similarity,
     SourceReference,
 )
-from groundlock.contracts.enums import RetrievalStatus
+from groundlock.contracts.enums import QueryType, RetrievalStatus
 
-__all__ = ["FiltersApplied", "RetrievalBundle", "RetrievalRow"]
+__all__ = ["MAX_HISTORY_TURNS", "FiltersApplied", "HistoryTurn", "RetrievalBundle", "RetrievalRow"]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -145,6 +145,29 @@ class FiltersApplied(Contract):
         )
 
 
+class HistoryTurn(Contract):
+    """One prior turn of the conversation (``004``): shown to the model, never evidence.
+
+    History is untrusted like evidence (sanitised, fenced in its own section) and can never
+    be cited: a sentence it alone supports is uncited.
+    """
+
+    role: Literal["user", "assistant"]
+    content: Annotated[StrictStr, Field(min_length=1, max_length=20_000)]
+    """The turn's text; R3 normalises it like evidence."""
+
+    @field_validator("content")
+    @classmethod
+    def _valid_text(cls, value: str) -> str:
+        if _SURROGATE_RE.search(value):
+            raise PydanticCustomError("value_error", "content must be valid Unicode text")
+        return value
+
+
+MAX_HISTORY_TURNS = 200
+"""Most turns a bundle may carry; the policy's window keeps far fewer."""
+
+
 class RetrievalBundle(Contract):
     """What retrieval hands to R2: a question, run metadata and the ranked rows."""
 
@@ -179,6 +202,12 @@ class RetrievalBundle(Contract):
     access_denied_count: Count | None = None
     """Rows the retriever found that the requesting principal may not see, withheld before
     this bundle was built. Recorded for audit; never shown to the model or the client."""
+    query_type: QueryType | None = None
+    """``factual``, ``summary`` or ``compare`` (``004``): selects the policy's output budget
+    and word limit. None is the policy's default, ``factual``."""
+    history: Annotated[tuple[HistoryTurn, ...], Field(max_length=MAX_HISTORY_TURNS)] = ()
+    """Prior turns, oldest first (``004``), for a policy with a history window; R3 keeps
+    the newest that fit it. Never evidence, never citable."""
 
     @field_validator("user_question")
     @classmethod

@@ -78,6 +78,9 @@ def audit_rows(
             "firewall_findings": tuple(finding_label(f) for f in result.findings),
             **_judge_columns(result),
             "instruction_anchors": bundle.metrics.instruction_anchors if bundle.metrics else None,
+            "query_type": bundle.query_type,
+            "history_turns_given": len(bundle.history),
+            "history_turns_kept": prompt.history_turns_kept,
         }
     )
     dropped = bundle.metrics.dropped_rows if bundle.metrics else ()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from groundlock._caches import WeightedLRU
+from groundlock.citations import grammar_named
 from groundlock.contracts.assembly import (
     AnswerBundle,
     AssemblyMetrics,
@@ -42,7 +43,6 @@ from groundlock.contracts.evidence import (
     ENTRY_SEPARATOR,
     HEADER_TEXT_SEPARATOR,
     anchor_for,
-    render_evidence_header,
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
 from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
@@ -51,7 +51,7 @@ from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
 from groundlock.policies.ruleset import load_ruleset
 from groundlock.text.overlap import covered_fraction, shingle_set, shingles
-from groundlock.text.sanitize import SanitizedText, safe_normalize
+from groundlock.text.sanitize import SanitizedText, neutralized_for, safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
 __all__ = ["assemble", "failed_bundle", "without_lowest_ranked"]
@@ -113,8 +113,7 @@ def without_lowest_ranked(bundle: AnswerBundle, reason: DropReason) -> AnswerBun
         DroppedRow(chunk_id=last.chunk_id, rank=last.rank, reason=reason),
     )
     return _admitted(
-        bundle.request_id,
-        bundle.user_question,
+        bundle,
         tuple(kept),
         bundle.trace,
         _metrics(
@@ -139,11 +138,14 @@ def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCount
             "retrieval_status: the retriever found no evidence", policy, bundle=bundle,
             metrics=_metrics(0, (), ()),
         )  # fmt: skip
-    domain_problem = _domain_problem(bundle, policy)
-    if domain_problem:
+    row_problem = (
+        _request_problem(bundle, policy)
+        or _citation_problem(bundle, policy)
+        or _domain_problem(bundle, policy)
+    )
+    if row_problem:
         return _refused(
-            AssemblyStatus.FAILED, ReasonCode.DOMAIN_INTEGRITY, domain_problem, policy,
-            bundle=bundle,
+            AssemblyStatus.FAILED, row_problem[0], row_problem[1], policy, bundle=bundle,
         )  # fmt: skip
 
     rows = sorted(bundle.results, key=lambda row: (row.rank, row.chunk_id))
@@ -173,24 +175,58 @@ def _assemble_valid(bundle: RetrievalBundle, policy: Policy, counter: TokenCount
             "results: every row was dropped (see metrics.drop_counts)", policy, bundle=bundle,
             metrics=metrics,
         )  # fmt: skip
-    return _admitted(
-        bundle.request_id, bundle.user_question, walk.selected, _trace(policy, bundle), metrics
-    )
+    return _admitted(bundle, walk.selected, _trace(policy, bundle), metrics)
 
 
-def _domain_problem(bundle: RetrievalBundle, policy: Policy) -> str | None:
+def _request_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCode, str] | None:
+    """A query type or history the policy does not take (never silently ignored)."""
+    try:
+        policy.budget_for(bundle.query_type)
+    except KeyError:
+        known = ", ".join(policy.query_types or ("factual",))
+        return (
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            f"query_type: policy {policy.policy_version} defines no query type "
+            f"{bundle.query_type!s} (it knows {known})",
+        )
+    if bundle.history and policy.history is None:
+        return (
+            ReasonCode.INPUT_SCHEMA_INVALID,
+            f"history: policy {policy.policy_version} takes no conversation history",
+        )
+    return None
+
+
+def _citation_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCode, str] | None:
+    """A row the policy's grammar cannot cite (a preset's marker needs a field it lacks)."""
+    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    if not grammar.required_fields and grammar.name == "bracket_c":
+        return None
+    for index, row in enumerate(bundle.results):
+        problem = grammar.row_problem(row)
+        if problem is not None:
+            return (
+                ReasonCode.INPUT_SCHEMA_INVALID,
+                f"results[{index}].{problem} under policy {policy.policy_version}",
+            )
+    return None
+
+
+def _domain_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCode, str] | None:
     allowed = policy.allowed_knowledge_types
     for index, row in enumerate(bundle.results):
         kind = row.knowledge_type_effective
         if kind is None and policy.require_knowledge_type:
             return (
+                ReasonCode.DOMAIN_INTEGRITY,
                 f"results[{index}].knowledge_type_effective: required by policy "
-                f"{policy.policy_version}"
+                f"{policy.policy_version}",
             )
         if kind is not None and kind not in allowed:
             return (
+                ReasonCode.DOMAIN_INTEGRITY,
                 f"results[{index}].knowledge_type_effective: not in the allowed_knowledge_types "
-                f"of policy {policy.policy_version}"
+                f"of policy {policy.policy_version}",
             )
     return None
 
@@ -220,24 +256,27 @@ class _EntryFacts:
     text is admitted, never for a row dropped before (a duplicate is not tokenised)."""
 
 
-def _entry_facts(key: tuple[str, int, str]) -> _EntryFacts:
-    raw, size, _encoding = key
+def _entry_facts(key: tuple[str, int, str, str]) -> _EntryFacts:
+    raw, size, _encoding, grammar = key
     # Computed here, not through the sanitise and shingle caches: held once, not twice.
     clean = safe_normalize(raw)
+    if grammar:  # safe_normalize_v2, with the grammar's marker shapes
+        clean = neutralized_for(clean, grammar_named(grammar))
     return _EntryFacts(clean, shingle_set(clean.text, size) if clean.text else frozenset())
 
 
-def _facts_weight(key: tuple[str, int, str], facts: _EntryFacts) -> int:
+def _facts_weight(key: tuple[str, int, str, str], facts: _EntryFacts) -> int:
     # Bytes, roughly: key and sanitised text at up to 4 bytes a character (CPython stores
     # a string at 1, 2 or 4), about 150 per shingle, and the objects around them.
     width = 1 if key[0].isascii() else 4
     return width * (len(key[0]) + len(facts.clean.text)) + 150 * len(facts.shingles) + 500
 
 
-ENTRY_FACTS: WeightedLRU[tuple[str, int, str], _EntryFacts] = WeightedLRU(
+ENTRY_FACTS: WeightedLRU[tuple[str, int, str, str], _EntryFacts] = WeightedLRU(
     _entry_facts, weigh=_facts_weight, max_weight=32 * 2**20
 )
-"""Sanitised text, shingles and body tokens per (chunk text, shingle size, encoding name):
+"""Sanitised text, shingles and body tokens per (chunk text, shingle size, encoding name,
+grammar whose markers v2 neutralises or ""):
 one lookup per row instead of three. Bounded at about 32 MB."""
 
 
@@ -245,6 +284,46 @@ one lookup per row instead of three. Bounded at about 32 MB."""
 class _Admitted:
     evidence: SelectedEvidence
     shingles: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _RowEntry:
+    """A row about to be admitted at ``anchor``, as its grammar writes its header."""
+
+    anchor: str
+    row: RetrievalRow
+
+    @property
+    def chunk_id(self) -> str:
+        return self.row.chunk_id
+
+    @property
+    def knowledge_id(self) -> str:
+        return self.row.knowledge_key
+
+    @property
+    def source_reference(self) -> str | None:
+        return self.row.source_reference
+
+    @property
+    def semantic_id(self) -> str | None:
+        return self.row.semantic_id
+
+    @property
+    def citation_label(self) -> str | None:
+        return self.row.citation_label
+
+    @property
+    def document_id(self) -> str | None:
+        return self.row.document_id
+
+    @property
+    def source_file(self) -> str | None:
+        return self.row.source_file
+
+    @property
+    def page(self) -> int | None:
+        return self.row.page
 
 
 class _Walk:
@@ -256,6 +335,10 @@ class _Walk:
         self.policy = policy
         self.counter = counter
         self.filters = filters
+        self.grammar = load_ruleset(policy.firewall_ruleset).grammar
+        self.neutralizes = (
+            self.grammar.name if policy.sanitization_mode != "safe_normalize_v1" else ""
+        )
         self.admitted: list[_Admitted] = []
         self.admitted_shingles: set[str] = set()
         """The union of the admitted entries' shingles: a candidate covered by less than
@@ -290,7 +373,9 @@ class _Walk:
             return DropReason.DROP_PER_KNOWLEDGE_CAP
         size, threshold = policy.overlap_shingle_words, policy.overlap_ratio_threshold
         # V4 already refused a null or empty chunk_text.
-        facts = ENTRY_FACTS((row.chunk_text or "", size, self.counter.encoding.name))
+        facts = ENTRY_FACTS(
+            (row.chunk_text or "", size, self.counter.encoding.name, self.neutralizes)
+        )
         clean = facts.clean
         self.hidden_removed += clean.removed_characters
         self.neutralized += clean.neutralized_shapes
@@ -303,9 +388,7 @@ class _Walk:
             return DropReason.DROP_DUP
 
         anchor = anchor_for(len(self.admitted))
-        header = render_evidence_header(
-            anchor, row.chunk_id, row.knowledge_key, row.source_reference
-        )
+        header = self.grammar.header(_RowEntry(anchor, row))
         header_tokens = self.counter.count(header + HEADER_TEXT_SEPARATOR)
         if facts.body_tokens is None:  # two threads may both count: same value
             facts.body_tokens = self.counter.count(clean.text + ENTRY_SEPARATOR)
@@ -344,6 +427,7 @@ class _Walk:
             document_id=row.document_id,
             source_file=row.source_file,
             page=row.page,
+            citation_grammar=self.grammar.name,
         )
         shown = shingles(text, size) if truncated else row_shingles
         self.admitted.append(_Admitted(evidence, shown))
@@ -480,18 +564,19 @@ def _thresholds(policy: Policy) -> AssemblyThresholds:
 
 
 def _admitted(
-    request_id: str | None,
-    user_question: str | None,
+    request: RetrievalBundle | AnswerBundle,
     selected: tuple[SelectedEvidence, ...],
     trace: AssemblyTrace,
     metrics: AssemblyMetrics,
 ) -> AnswerBundle:
     return AnswerBundle(
-        request_id=request_id,
+        request_id=request.request_id,
         assembly_status=AssemblyStatus.OK,
         reason_code=None,
         message=None,
-        user_question=user_question,
+        user_question=request.user_question,
+        query_type=request.query_type,
+        history=request.history,
         selected_evidence=selected,
         evidence_block_text="".join(item.entry_text for item in selected),
         trace=trace,
@@ -516,6 +601,8 @@ def _refused(
         reason_code=reason,
         message=message,
         user_question=bundle.user_question if bundle else None,
+        query_type=bundle.query_type if bundle else None,
+        history=bundle.history if bundle else (),
         selected_evidence=(),
         evidence_block_text="",
         trace=_trace(policy, bundle, run_id),

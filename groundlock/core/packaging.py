@@ -19,6 +19,7 @@ from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.state import Judged
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import load_ruleset
 
 __all__ = ["NO_USAGE", "failed_response", "package_response", "request_summary"]
 
@@ -53,9 +54,10 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
     citations: tuple[PublicCitation, ...] = ()
     if result.generation_status is GenerationStatus.OK:
         entries = {e.anchor: e for e in state.bundle.selected_evidence}
-        citations = tuple(
+        grammar = load_ruleset(policy.firewall_ruleset).grammar
+        listed = (
             PublicCitation(
-                anchor=anchor,
+                anchor=grammar.public_anchor(entries[anchor]),
                 knowledge_id=entries[anchor].knowledge_id,
                 source_reference=entries[anchor].source_reference,
                 event_date=d.isoformat() if (d := entries[anchor].event_date) else None,
@@ -67,6 +69,8 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
             for anchor in result.validated_citations
             if anchor in entries
         )
+        # Two chunks of one page cited by one marker read the same to a reader: listed once.
+        citations = tuple(dict.fromkeys(listed))
     return PublicResponse(
         request_id=state.request_id,
         status=result.generation_status,

@@ -15,8 +15,11 @@ even one chunk does not fit, the prompt cannot be repaired and the request fails
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import BuildStatus, GenerationStatus
+from groundlock.contracts.evidence import ENTRY_SEPARATOR
 from groundlock.contracts.prompt import (
     PromptBuildResult,
     PromptMessage,
@@ -24,15 +27,23 @@ from groundlock.contracts.prompt import (
     prompt_digest,
 )
 from groundlock.contracts.reasons import DropReason, ReasonCode
+from groundlock.contracts.retrieval import HistoryTurn
 from groundlock.contracts.state import Assembled, Outcome, Prompted
 from groundlock.core.evidence_assembly import without_lowest_ranked
 from groundlock.core.skipped import unbuilt, unbuilt_prompt
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import load_ruleset
 from groundlock.prompts.template import PromptTemplate, load_template
-from groundlock.text.sanitize import safe_normalize
+from groundlock.text.sanitize import neutralized_for, safe_normalize
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
-__all__ = ["build_prompt", "check_outside_bundle", "checked_question"]
+__all__ = [
+    "HistoryWindow",
+    "build_prompt",
+    "check_outside_bundle",
+    "checked_question",
+    "history_window",
+]
 
 _SECTION_FIELD = {
     "system": "system_tokens",
@@ -40,6 +51,7 @@ _SECTION_FIELD = {
     "evidence": "evidence_tokens",
     "question": "question_tokens",
     "output_rules": "output_rules_tokens",
+    "history": "history_tokens",
 }
 
 
@@ -77,13 +89,16 @@ def build_prompt(
         reason, message = question
         return _failed(state, bundle, policy, template, reason=reason, message=message)
 
+    history = history_window(bundle.history, policy, counter) if template.has_history else None
     values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
+    if history is not None:
+        values["history_block"] = history.block
     # Everything but the evidence block is fixed for this request: count it once.
     fixed = _section_counts(template, values, counter)
     pruned = 0
     while True:
         tokens = PromptTokenAccount(
-            reserved_output_tokens=policy.reserved_output_tokens,
+            reserved_output_tokens=policy.output_tokens_for(bundle.query_type),
             **{**fixed, "evidence_tokens": fixed["evidence_tokens"] + bundle.evidence_token_count},
         )
         if tokens.total_prompt_tokens <= policy.max_total_prompt_tokens:
@@ -115,8 +130,50 @@ def build_prompt(
         refusal_text=policy.refusal_text,
         tokens=tokens,
         pruned_chunk_count=pruned,
+        history_turns_given=len(bundle.history),
+        history_turns_kept=history.kept if history is not None else 0,
     )
     return state.prompted(prompt, bundle=bundle)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryWindow:
+    """The history section of one prompt: the turns kept, rendered, and how many."""
+
+    block: str
+    """``user: ...`` / ``assistant: ...`` lines, each ending with a blank line, oldest first."""
+    kept: int
+    tokens: int
+
+
+def history_window(
+    turns: tuple[HistoryTurn, ...], policy: Policy, counter: TokenCounter
+) -> HistoryWindow:
+    """The newest turns that fit the policy's window, sanitised like evidence and rendered.
+
+    Turns are taken from the newest back; the first one that would pass ``max_turns`` or
+    ``max_tokens`` ends the window, so what the model sees is always an unbroken recent
+    stretch of the conversation (older turns are dropped first). A turn with nothing visible
+    after normalisation is skipped. Each rendered turn begins after a newline, so the
+    section's count is the sum of the turns' counts.
+    """
+    window = policy.history
+    if window is None or not turns:
+        return HistoryWindow("", 0, 0)
+    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    kept: list[str] = []
+    used = 0
+    for turn in reversed(turns):
+        text = neutralized_for(safe_normalize(turn.content), grammar).text
+        if not text:
+            continue
+        rendered = f"{turn.role}: {text}{ENTRY_SEPARATOR}"
+        size = counter.count(rendered)
+        if len(kept) == window.max_turns or used + size > window.max_tokens:
+            break
+        kept.append(rendered)
+        used += size
+    return HistoryWindow("".join(reversed(kept)), len(kept), used)
 
 
 def checked_question(
@@ -135,7 +192,10 @@ def checked_question(
     >>> checked_question("word " * 400, policy, get_token_counter("cl100k_base"))[1]
     'user_question: 401 tokens exceed max_question_tokens (300)'
     """
-    question = safe_normalize(user_question).text  # unique per request: not cached
+    normalized = safe_normalize(user_question)  # unique per request: not cached
+    if policy.sanitization_mode == "safe_normalize_v2":
+        normalized = neutralized_for(normalized, load_ruleset(policy.firewall_ruleset).grammar)
+    question = normalized.text
     if not question:
         return (
             ReasonCode.INPUT_SCHEMA_INVALID,
@@ -160,8 +220,14 @@ def check_outside_bundle(
     recounted, since budgets and PB4 rely on them. Returns why it is refused, or None.
     """
     counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    grammar = load_ruleset(policy.firewall_ruleset).grammar.name
     total = 0
     for entry in bundle.selected_evidence:
+        if entry.citation_grammar != grammar:
+            return (
+                f"selected_evidence[{entry.anchor}].citation_grammar: this policy cites in "
+                f"{grammar}"
+            )
         actual = counter.count(entry.entry_text)
         if actual != entry.token_count or actual > policy.max_chunk_tokens:
             return f"selected_evidence[{entry.anchor}].token_count: does not match its text"

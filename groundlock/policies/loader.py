@@ -126,9 +126,34 @@ def _check_ruleset(policy: Policy, file_name: str) -> None:
     )
 
     try:
-        check_modes(load_ruleset(policy.firewall_ruleset), policy.firewall_modes)
+        ruleset = load_ruleset(policy.firewall_ruleset)
+        check_modes(ruleset, policy.firewall_modes)
     except RulesetError as exc:
         raise PolicyError(f"policy {file_name!r}: {exc}") from exc
+    from groundlock.prompts.template import (  # noqa: PLC0415  (loaded only when checked)
+        PromptTemplateError,
+        load_template,
+    )
+
+    try:
+        template = load_template(policy.prompt_template)
+    except PromptTemplateError as exc:
+        raise PolicyError(f"policy {file_name!r}: {exc}") from exc
+    if template.has_history != (policy.history is not None):
+        raise PolicyError(
+            f"policy {file_name!r}: a history window needs a template with a history section, "
+            "and a template with one needs a history window"
+        )
+    if policy.history is not None and policy.sanitization_mode == "safe_normalize_v1":
+        raise PolicyError(
+            f"policy {file_name!r}: a history window needs safe_normalize_v2 (v1 does not "
+            "neutralise the history section's fence tags)"
+        )
+    if ruleset.grammar.name != "bracket_c" and policy.sanitization_mode == "safe_normalize_v1":
+        raise PolicyError(
+            f"policy {file_name!r}: ruleset {ruleset.name!r} cites in {ruleset.grammar.name}, "
+            "whose marker shapes only safe_normalize_v2 neutralises in evidence"
+        )
 
 
 @memoized(None)

@@ -20,8 +20,10 @@ from groundlock._frozen import FrozenModel, cached_property
 __all__ = [
     "ConfidenceThresholds",
     "ExecutionLimits",
+    "HistoryWindow",
     "InputLimits",
     "Policy",
+    "QueryTypeBudget",
     "SupportJudgeSettings",
 ]
 
@@ -78,6 +80,8 @@ _LATER_FIELDS = (
     "min_support_coverage",
     "support_judge",
     "confidence",
+    "query_types",
+    "history",
 )
 """Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
 
@@ -124,6 +128,32 @@ class ConfidenceThresholds(FrozenModel):
         return self
 
 
+class QueryTypeBudget(FrozenModel):
+    """The output budget of one query type (``004``): tokens reserved, words allowed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reserved_output_tokens: _Positive
+    """Tokens kept for the answer and the model's output cap, for this query type."""
+    max_words: _Positive
+    """Most words the answer may hold (its markers not counted); R5 enforces it
+    (``WORD_LIMIT_EXCEEDED``)."""
+
+
+QueryTypeName = Literal["factual", "summary", "compare"]
+
+
+class HistoryWindow(FrozenModel):
+    """How much conversation history a prompt carries (``004``): the newest turns that fit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: Annotated[StrictInt, Field(ge=1, le=50)]
+    """Most turns kept (a user turn and its reply are two); older ones are dropped first."""
+    max_tokens: _Positive
+    """Most tokens the history section's turns may take; older turns are dropped first."""
+
+
 class Policy(FrozenModel):
     """A frozen, versioned selection and budget policy (``001`` R2.2 snapshot and more)."""
 
@@ -152,8 +182,9 @@ class Policy(FrozenModel):
     """Words per shingle for overlap (3 catches copied sentences, ignores shared phrases)."""
     ordering_mode: Literal["rank_strict"]
     """Rank ascending, chunk_id ascending: the only ordering with stable anchors."""
-    sanitization_mode: Literal["safe_normalize_v1"]
-    """The frozen sanitiser of ``groundlock.text.sanitize``."""
+    sanitization_mode: Literal["safe_normalize_v1", "safe_normalize_v2"]
+    """The frozen sanitiser of ``groundlock.text.sanitize``: v2 also neutralises the history
+    section's fence tags and the markers of the ruleset's citation grammar (the presets')."""
     strict_no_evidence: Literal[True]
     """No evidence means the exact refusal, never a best-effort answer."""
     min_top_similarity_score: _Fraction
@@ -189,6 +220,13 @@ class Policy(FrozenModel):
     words occur in the entries it cites is a finding (a flag in the default policy)."""
     confidence: ConfidenceThresholds = Field(default_factory=ConfidenceThresholds)
     """Thresholds of the public response's ``confidence`` (a retrieval signal)."""
+    query_types: dict[QueryTypeName, QueryTypeBudget] | None = None
+    """Budgets per query type (None: only ``factual``, with :attr:`reserved_output_tokens`
+    and no word limit). When given, ``factual`` must be among them with the policy's own
+    ``reserved_output_tokens``, and every budget must fit the prompt ceiling."""
+    history: HistoryWindow | None = None
+    """The conversation-history window (None: the policy takes no history, and a bundle
+    that brings some fails the input contract). Needs a template with a history section."""
 
     @model_validator(mode="after")
     def _values_are_coherent(self) -> Self:
@@ -204,7 +242,55 @@ class Policy(FrozenModel):
             raise ValueError("max_chunk_token_ratio * max_evidence_tokens must be at least 1")
         if len(set(self.allowed_knowledge_types)) != len(self.allowed_knowledge_types):
             raise ValueError("allowed_knowledge_types must not repeat a type")
+        if self.query_types is not None:
+            factual = self.query_types.get("factual")
+            if factual is None or factual.reserved_output_tokens != self.reserved_output_tokens:
+                raise ValueError(
+                    "query_types must hold factual with the policy's reserved_output_tokens"
+                )
+            for name, budget in self.query_types.items():
+                if (
+                    self.max_evidence_tokens + budget.reserved_output_tokens
+                    > self.max_total_prompt_tokens
+                ):
+                    raise ValueError(
+                        f"query_types.{name}: max_evidence_tokens + reserved_output_tokens "
+                        "must fit in max_total_prompt_tokens"
+                    )
         return self
+
+    def budget_for(self, query_type: str | None) -> QueryTypeBudget | None:
+        """The budget of ``query_type`` (None: ``factual``), or None if the policy has none.
+
+        A policy without query types answers every request with ``reserved_output_tokens``
+        and no word limit, and knows only ``factual``.
+
+        Raises:
+            KeyError: the policy defines no such query type.
+        """
+        name = query_type or "factual"
+        if self.query_types is None:
+            if name != "factual":
+                raise KeyError(name)
+            return None
+        for known, budget in self.query_types.items():
+            if known == name:
+                return budget
+        raise KeyError(name)
+
+    def output_tokens_for(self, query_type: str | None) -> int:
+        """Tokens reserved for the answer of ``query_type`` (see :meth:`budget_for`)."""
+        budget = self.budget_for(query_type)
+        return budget.reserved_output_tokens if budget else self.reserved_output_tokens
+
+    @cached_property
+    def output_budgets(self) -> tuple[int, ...]:
+        """Every distinct output cap the policy may pin a model with, the default first."""
+        caps = [self.reserved_output_tokens]
+        for budget in (self.query_types or {}).values():
+            if budget.reserved_output_tokens not in caps:
+                caps.append(budget.reserved_output_tokens)
+        return tuple(caps)
 
     @cached_property
     def max_chunk_tokens(self) -> int:

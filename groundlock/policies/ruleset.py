@@ -5,7 +5,10 @@ A ruleset is a directory under ``groundlock/policies/rulesets/`` with its conten
 
 * ``manifest.json``: the ordered rule table (the one place the contract order lives: the
   first enforced finding in this order names ``failure_reason``), each rule's default mode,
-  the citation grammar, the segmentation and the numeric parameters of the rules;
+  the citation grammar, the segmentation and the numeric parameters of the rules. A manifest
+  may name a base ruleset in ``extends``: the base's vocabulary, modes and parameters are
+  taken as they are (its own lock verified), and the manifest's entries replace or add to
+  them; the ruleset's sha256 then covers its own files and the base's sha256;
 * word lists (``*.words``: whitespace-separated words, ``#`` comments, ``[section]``
   headers), pattern lists (``*.patterns``: one regular expression per entry, a line that
   starts with whitespace continues the entry above, ``#`` comment lines, sections) and
@@ -188,6 +191,7 @@ def load_ruleset(name: str) -> Ruleset:
             "ruleset must be saved under a new name and locked again"
         )
     manifest = _manifest(directory, name)
+    base = _base_of(manifest, name)
     files = {
         path.stem: _sections(path.read_text(encoding="utf-8"), patterns=path.suffix != ".words")
         for path in sorted(directory.iterdir())
@@ -203,6 +207,11 @@ def load_ruleset(name: str) -> Ruleset:
         raise RulesetError(f"ruleset {name!r}: manifest.json is incomplete ({exc})") from exc
     if any(mode not in ("enforce", "flag") for mode in modes.values()):
         raise RulesetError(f"ruleset {name!r}: a mode is neither 'enforce' nor 'flag'")
+    if base is not None:
+        files = {**{stem: dict(sections) for stem, sections in base.files.items()}, **files}
+        modes = {**base.modes, **modes}
+        params = {**base.params, **params}
+        sha256 = hashlib.sha256(f"{sha256}\0{base.name}\0{base.sha256}".encode()).hexdigest()
     segmenter = Segmenter.of(
         files.get("abbreviations", {}),
         marker_pattern=grammar.segmentation_marker,
@@ -219,6 +228,16 @@ def load_ruleset(name: str) -> Ruleset:
         params=params,
         files=files,
     )
+
+
+def _base_of(manifest: dict[str, Any], name: str) -> Ruleset | None:
+    """The ruleset ``manifest`` extends (verified against its own lock), or None."""
+    base = manifest.get("extends")
+    if base is None:
+        return None
+    if not isinstance(base, str) or base == name:
+        raise RulesetError(f"ruleset {name!r}: extends must name another ruleset")
+    return load_ruleset(base)
 
 
 def lock_ruleset(directory: str | Path) -> str:

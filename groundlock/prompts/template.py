@@ -7,6 +7,8 @@ A template file holds the system message, a separator line, and the user message
     ===== USER MESSAGE =====
     <evidence>                        section 3: evidence, fenced as untrusted data
     {{evidence_block}}</evidence>
+    <history>                         optional: prior turns, fenced as untrusted data
+    {{history_block}}</history>
     <question>                        section 4: the user's question
     {{user_question}}
     </question>
@@ -14,8 +16,10 @@ A template file holds the system message, a separator line, and the user message
 
 Loading checks everything a prompt could go wrong by: the sha256 in ``<version>.sha256``,
 the five sections in this order with each fence tag exactly once, nothing outside them, and
-exactly the three placeholders in their sections. Rendering replaces placeholders in one
-pass, so text inside a value (``{{user_question}}``, ``{question}``) is never substituted.
+exactly the three placeholders in their sections (four with the optional history section,
+whose placeholder, like the evidence block's, ends with its own newline and may be empty).
+Rendering replaces placeholders in one pass, so text inside a value (``{{user_question}}``,
+``{question}``) is never substituted.
 
 Every placeholder starts a line and its value ends one, and every section ends with a
 newline; so the rendered prompt splits into *segments* that each begin right after a newline.
@@ -34,7 +38,7 @@ from pathlib import Path
 
 from groundlock._caches import memoized
 from groundlock.errors import GroundlockError
-from groundlock.text.sanitize import FENCE_TAG_NAMES
+from groundlock.text.sanitize import FENCE_TAG_NAMES, HISTORY_FENCE_TAG_NAMES
 
 __all__ = [
     "MESSAGE_SEPARATOR",
@@ -50,13 +54,19 @@ SECTION_ORDER: tuple[tuple[str, str], ...] = (
     ("system", "system"),
     ("rules", "system"),
     ("evidence", "user"),
+    ("history", "user"),
     ("question", "user"),
     ("output_rules", "user"),
 )
-"""(fence tag, message role) of the five sections, in the order ``001`` P1 freezes."""
+"""(fence tag, message role) of the sections, in the order ``001`` P1 freezes (with the
+history section of ``004`` after the evidence, where a template has one)."""
+OPTIONAL_SECTIONS = frozenset({"history"})
+_BLOCK_PLACEHOLDERS = frozenset({"evidence_block", "history_block"})
+"""Placeholders whose value ends with its own newline (a block of entries or turns)."""
 _PLACEHOLDER_SECTION = {
     "refusal": "rules",
     "evidence_block": "evidence",
+    "history_block": "history",
     "user_question": "question",
 }
 _PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
@@ -88,6 +98,11 @@ class PromptTemplate:
     sha256: str
     sections: tuple[TemplateSection, ...]
 
+    @property
+    def has_history(self) -> bool:
+        """Whether the template has the conversation-history section."""
+        return any(section.name == "history" for section in self.sections)
+
     def segments(self, values: dict[str, str]) -> list[tuple[str, str, str | None, str]]:
         """The rendered prompt as (section, role, placeholder, segment) tuples, in order.
 
@@ -102,7 +117,7 @@ class PromptTemplate:
             rendered.append((section.name, section.role, None, section.before))
             if section.placeholder is not None:
                 value = values[section.placeholder]
-                if section.placeholder != "evidence_block":
+                if section.placeholder not in _BLOCK_PLACEHOLDERS:
                     value += "\n"
                 rendered.append((section.name, section.role, section.placeholder, value))
                 if section.after:
@@ -124,7 +139,7 @@ def _split_section(name: str, role: str, body: str) -> TemplateSection:
     before, after = body.split(marker)
     if not before.endswith("\n"):
         raise PromptTemplateError(f"{marker} must start a line")
-    if placeholder == "evidence_block":
+    if placeholder in _BLOCK_PLACEHOLDERS:
         if not after.startswith(f"</{name}>"):
             raise PromptTemplateError(f"{marker} must be followed directly by </{name}>")
         return TemplateSection(name, role, before, placeholder, after)
@@ -136,17 +151,19 @@ def _split_section(name: str, role: str, body: str) -> TemplateSection:
 def _fences(text: str, tag: str) -> int:
     """How many lines of ``text`` start with ``tag`` (inline mentions are not fences).
 
-    The evidence block ends with its own newline, so ``</evidence>`` right after its
-    placeholder starts a line of the rendered prompt and counts as a fence too.
+    A block (evidence, history) ends with its own newline, so ``</evidence>`` right after
+    its placeholder starts a line of the rendered prompt and counts as a fence too.
     """
-    lines = text.replace("{{evidence_block}}", "{{evidence_block}}\n")
+    lines = text
+    for block in _BLOCK_PLACEHOLDERS:
+        lines = lines.replace("{{" + block + "}}", "{{" + block + "}}\n")
     return len(re.findall(rf"^{re.escape(tag)}", lines, re.MULTILINE))
 
 
 def _closing_position(remaining: str, closing: str) -> int:
     for found in re.finditer(re.escape(closing), remaining):
         start = found.start()
-        if remaining[:start].endswith(("\n", "{{evidence_block}}")):
+        if remaining[:start].endswith(("\n", "{{evidence_block}}", "{{history_block}}")):
             return start
     return -1
 
@@ -163,9 +180,13 @@ def parse_template(version: str, text: str) -> PromptTemplate:
         for name, section_role in SECTION_ORDER:
             if section_role != role:
                 continue
-            if name not in FENCE_TAG_NAMES:  # pragma: no cover  (a contract constant)
+            if name not in FENCE_TAG_NAMES + HISTORY_FENCE_TAG_NAMES:  # pragma: no cover
                 raise PromptTemplateError(f"<{name}> is not a fence tag evidence is kept from")
             opening, closing = f"<{name}>\n", f"</{name}>\n"
+            if name in OPTIONAL_SECTIONS and not remaining.startswith(opening):
+                if _fences(text, f"<{name}>"):
+                    raise PromptTemplateError(f"section <{name}> is out of place")
+                continue
             if not remaining.startswith(opening) or _fences(text, f"<{name}>") != 1:
                 raise PromptTemplateError(f"section <{name}> must come next, exactly once")
             end = _closing_position(remaining, closing)

@@ -53,9 +53,16 @@ class ProviderUnavailableError(GroundlockError):
 
 
 def pin_model(
-    model: object, policy: Policy, *, allow_provider_storage: bool = False
+    model: object,
+    policy: Policy,
+    *,
+    allow_provider_storage: bool = False,
+    output_tokens: int | None = None,
 ) -> tuple[BaseChatModel, PinnedModel]:
     """Return ``model`` rebuilt with the policy's pinned settings, and the record of them.
+
+    ``output_tokens`` is the output cap to pin (a query type's budget); by default the
+    policy's ``reserved_output_tokens``.
 
     Raises:
         ModelPinningError: ``model`` is not a plain chat model, a pin does not stick, or a
@@ -72,11 +79,12 @@ def pin_model(
     openai = _is_openai_family(model)
     if openai:
         _refuse_pin_overrides(model)
-    pinned = _rebuild(model, policy, allow_provider_storage=allow_provider_storage)
+    cap = output_tokens if output_tokens is not None else policy.reserved_output_tokens
+    pinned = _rebuild(model, policy, cap, allow_provider_storage=allow_provider_storage)
     if openai:
         _check_same_endpoint(model, pinned)
-        _check_openai_request(pinned, policy)
-    return pinned, _verify(pinned, policy)
+        _check_openai_request(pinned, cap)
+    return pinned, _verify(pinned, cap)
 
 
 def _from_spec(spec: str) -> BaseChatModel:
@@ -150,7 +158,7 @@ def _default_api(model: BaseChatModel) -> bool:
 
 
 def _rebuild(
-    model: BaseChatModel, policy: Policy, *, allow_provider_storage: bool
+    model: BaseChatModel, policy: Policy, output_tokens: int, *, allow_provider_storage: bool
 ) -> BaseChatModel:
     fields = type(model).model_fields
     kept = {
@@ -162,7 +170,7 @@ def _rebuild(
     if "temperature" in fields:
         pins["temperature"] = 0.0
     if cap := _first_field(fields, _OUTPUT_CAP_FIELDS):
-        pins[cap] = policy.reserved_output_tokens
+        pins[cap] = output_tokens
     if "max_retries" in fields:
         pins["max_retries"] = 0
     if timeout := _first_field(fields, _TIMEOUT_FIELDS):
@@ -224,7 +232,7 @@ def _check_same_endpoint(original: BaseChatModel, pinned: BaseChatModel) -> None
                 )
 
 
-def _check_openai_request(model: BaseChatModel, policy: Policy) -> None:
+def _check_openai_request(model: BaseChatModel, output_tokens: int) -> None:
     """Build the request the model would really send and check every pin in it."""
     from langchain_core.messages import HumanMessage  # noqa: PLC0415
 
@@ -233,9 +241,7 @@ def _check_openai_request(model: BaseChatModel, policy: Policy) -> None:
     expected: dict[str, Any] = {
         "model": model_identity(model),
         "temperature": 0.0,
-        "max_output_tokens" if "input" in wire else "max_completion_tokens": (
-            policy.reserved_output_tokens
-        ),
+        "max_output_tokens" if "input" in wire else "max_completion_tokens": output_tokens,
     }
     for key, value in expected.items():
         if wire.get(key) != value:
@@ -246,7 +252,7 @@ def _check_openai_request(model: BaseChatModel, policy: Policy) -> None:
         raise ModelPinningError(f"{type(model).__name__} would stream or ask for several answers")
 
 
-def _verify(model: BaseChatModel, policy: Policy) -> PinnedModel:
+def _verify(model: BaseChatModel, output_tokens: int) -> PinnedModel:
     fields = type(model).model_fields
     provider = type(model).__name__
     name = model_identity(model)
@@ -259,8 +265,8 @@ def _verify(model: BaseChatModel, policy: Policy) -> PinnedModel:
         )
     cap = _first_field(fields, _OUTPUT_CAP_FIELDS)
     max_output = getattr(model, cap) if cap else None
-    if cap and max_output != policy.reserved_output_tokens:
-        raise ModelPinningError(f"{provider} did not accept {cap}={policy.reserved_output_tokens}")
+    if cap and max_output != output_tokens:
+        raise ModelPinningError(f"{provider} did not accept {cap}={output_tokens}")
     retries = getattr(model, "max_retries", None) if "max_retries" in fields else None
     if "max_retries" in fields and retries != 0:
         raise ModelPinningError(f"{provider} did not accept max_retries=0")

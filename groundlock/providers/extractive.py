@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -43,10 +43,14 @@ DEFAULT_REFUSAL = (
 )
 """The refusal string frozen by spec ``001`` P2.1."""
 
-_ENTRY_RE = re.compile(r"^\[(C\d+) \| chunk_id=[^\n]*\]\n([^\n]+)$", re.MULTILINE)
+_ENTRY_RE = re.compile(r"^\[([^\]\n]+)\][^\n]*\n([^\n]+)$", re.MULTILINE)
+"""An evidence entry: a header line that opens with the entry's marker in square brackets
+(``[C0 | chunk_id=...]``, ``[IPC_420_0] source=...``, ``[CIT-01] source=...``,
+``[Source: manual.pdf, p.14]``), then its one line of text."""
 _EVIDENCE_RE = re.compile(r"^<evidence>\n(.*?)^</evidence>$", re.MULTILINE | re.DOTALL)
 _QUESTION_RE = re.compile(r"^<question>\n(.*?)\n</question>$", re.MULTILINE | re.DOTALL)
 _WORD_RE = re.compile(r"[^\W_]+")
+_C_MARKER_RE = re.compile(r"C\d+")
 # Sentences carrying neutralised prompt syntax are data about the prompt, not answers.
 _STRUCTURAL_RE = re.compile(r"chunk_id\s*=|knowledge_id\s*=|&lt;|&gt;")
 _STOPWORDS = frozenset(
@@ -104,11 +108,15 @@ def extract_answer(
     if not wanted:
         return refusal
     needed = min(3, max(1, math.ceil(len(wanted) / 4)))
+    entries = [
+        (header.split(" | ", 1)[0], text) for header, text in _ENTRY_RE.findall(evidence.group(1))
+    ]
+    names = _marker_names(marker for marker, _ in entries)
     candidates = [
-        (anchor, sentence, wanted & _terms(sentence))
-        for anchor, text in _ENTRY_RE.findall(evidence.group(1))
+        (marker, sentence, wanted & _terms(sentence))
+        for marker, text in entries
         for sentence, instructs in instruction_parts(text, ruleset)
-        if not instructs and _quotable(sentence, ruleset)
+        if not instructs and _quotable(sentence, ruleset, names)
     ]
     # A question word found in every sentence tells them apart less than a rare one does.
     frequency = Counter(term for _, _, shared in candidates for term in shared)
@@ -120,21 +128,44 @@ def extract_answer(
     if not scored:
         return refusal
     best = sorted(scored)[:max_sentences]
-    return "\n".join(f"{s} [{anchor}]" for _, _, anchor, s in sorted(best, key=lambda i: i[1]))
+    return "\n".join(f"{s} [{marker}]" for _, _, marker, s in sorted(best, key=lambda i: i[1]))
 
 
-def _quotable(sentence: str, ruleset: Ruleset) -> bool:
+def _marker_names(markers: Iterable[str]) -> tuple[str, ...]:
+    """What a quote must not mention, to stay clear of the markers.
+
+    Each marker's text, and for ``[Source: file, p.N]`` the file name alone (``C0`` style
+    markers need nothing).
+    """
+    names: list[str] = []
+    for marker in markers:
+        if _C_MARKER_RE.fullmatch(marker):
+            continue
+        names.append(marker.casefold())
+        if marker.startswith("Source: "):
+            names.append(marker.removeprefix("Source: ").rsplit(", p.", 1)[0].casefold())
+    return tuple(names)
+
+
+def _quotable(sentence: str, ruleset: Ruleset, names: tuple[str, ...] = ()) -> bool:
     """Whether a quote of ``sentence`` could pass the validator.
 
-    It must hold no instruction to the model, no prompt syntax, nothing anchor-shaped (a
-    neutralised forgery such as ``(C3)``), and no links, markup or hidden text.
+    It must hold no instruction to the model, no prompt syntax, nothing marker-shaped (a
+    neutralised forgery such as ``(C3)`` or ``(CIT-02)``, the text of a marker in use), and
+    no links, markup or hidden text.
     """
     if _STRUCTURAL_RE.search(sentence) or unsafe_in(sentence, ruleset) is not None:
         return False
     if addresses_the_model(sentence, ruleset):
         return False
     scan = scan_anchors(sentence)
-    return not (scan.anchors or scan.malformed)
+    if scan.anchors or scan.malformed:
+        return False
+    folded = sentence.casefold()
+    if any(name in folded for name in names):
+        return False
+    preset = ruleset.grammar.bound(()).scan(sentence)
+    return not (preset.anchors or preset.malformed)
 
 
 class ExtractiveChatModel(BaseChatModel):

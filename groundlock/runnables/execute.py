@@ -85,6 +85,11 @@ class ExecuteModel(StateStage[Prompted, Answered]):
     """The pinned chat model (rebuilt from what was passed in)."""
     pinned: PinnedModel
     """What was pinned; recorded in every result."""
+    budget_models: dict[int, tuple[BaseChatModel, PinnedModel]] = Field(
+        default_factory=dict, exclude=True
+    )
+    """The same model pinned with each other output cap of the policy's query types, by cap:
+    a summary's longer budget is a pin like any other, never a per-call override."""
     allow_provider_storage: bool = False
     """Let the provider retain prompts (Responses API ``store``); off unless opted in."""
     sleep: Callable[[float], None] = Field(default=time.sleep, exclude=True)
@@ -104,13 +109,27 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         policy = load_policy(policy) if isinstance(policy, str) else policy
         if not isinstance(policy, Policy):
             return values  # the policy field's own validation reports the problem
-        model, pinned = pin_model(
-            values.get("model", ExtractiveChatModel()),
-            policy,
-            allow_provider_storage=bool(values.get("allow_provider_storage", False)),
+        given = values.get("model", ExtractiveChatModel())
+        storage = bool(values.get("allow_provider_storage", False))
+        model, pinned = pin_model(given, policy, allow_provider_storage=storage)
+        values.update(
+            policy=policy,
+            model=model,
+            pinned=pinned,
+            budget_models={
+                cap: pin_model(given, policy, allow_provider_storage=storage, output_tokens=cap)
+                for cap in policy.output_budgets[1:]
+            },
         )
-        values.update(policy=policy, model=model, pinned=pinned)
         return values
+
+    def pinned_for(self, state: Prompted) -> tuple[BaseChatModel, PinnedModel]:
+        """The pinned model whose output cap is the budget the prompt reserved."""
+        tokens = state.prompt.tokens
+        cap = tokens.reserved_output_tokens if tokens is not None else None
+        if cap is None or cap == self.policy.reserved_output_tokens:
+            return self.model, self.pinned
+        return self.budget_models[cap]
 
     @override
     def _run(self, state: Prompted, config: RunnableConfig) -> Answered:
@@ -119,7 +138,7 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         call = _Call(self, state)
 
         def send(sent: list[BaseMessage]) -> BaseMessage:
-            return self.model.invoke(sent, config)
+            return call.model.invoke(sent, config)
 
         try:
             retrying = Retrying(sleep=self.sleep, **call.retry_policy())
@@ -135,7 +154,7 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         call = _Call(self, state)
 
         async def send(sent: list[BaseMessage]) -> BaseMessage:
-            return await self.model.ainvoke(sent, config)
+            return await call.model.ainvoke(sent, config)
 
         try:
             retrying = AsyncRetrying(sleep=self.async_sleep, **call.retry_policy())
@@ -190,6 +209,7 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         attempts: tuple[AttemptRecord, ...] = (),
         latency_ms: float = 0.0,
         reply: ModelReply | None = None,
+        pinned: PinnedModel | None = None,
     ) -> LLMExecutionResult:
         return LLMExecutionResult(
             generation_status=status,
@@ -204,7 +224,7 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             completion_tokens_actual=reply.output_tokens if reply else None,
             total_tokens_actual=reply.total_tokens if reply else None,
             response_id=reply.response_id if reply else None,
-            pinned=self.pinned,
+            pinned=pinned if pinned is not None else self.pinned,
         )
 
 
@@ -233,10 +253,13 @@ class _Call:
     start: float = field(init=False)
     attempts: list[Attempt] = field(default_factory=list)
     deadline_hit: bool = False
+    model: BaseChatModel = field(init=False)
+    pinned: PinnedModel = field(init=False)
 
     def __post_init__(self) -> None:
         self.limits = self.stage.policy.execution
         self.start = self.stage.clock()
+        self.model, self.pinned = self.stage.pinned_for(self.state)
 
     # -- one attempt -------------------------------------------------------------------
     def _fresh_messages(self) -> list[BaseMessage]:
@@ -357,6 +380,7 @@ class _Call:
     def _failed_with(self, reason: ReasonCode, message: str) -> Answered:
         execution = self.stage._execution(
             GenerationStatus.FAILED,
+            pinned=self.pinned,
             reason=reason,
             message=message,
             attempts=self._records(),
@@ -392,7 +416,7 @@ class _Call:
 
     def _succeeded(self, message: BaseMessage) -> Answered:
         reply = read_reply(message)
-        pinned = self.stage.pinned
+        pinned = self.pinned
         status, reason, note = GenerationStatus.OK, None, None
         if not model_matches(
             pinned.model_name, reply.reported_model, must_report=pinned.api is not None
@@ -406,6 +430,7 @@ class _Call:
             note = "model: the provider withheld the output (content filter)"
         execution = self.stage._execution(
             status,
+            pinned=self.pinned,
             text=reply.text,
             reason=reason,
             message=note,

@@ -20,6 +20,12 @@ that may try to look like prompt structure. The sanitiser does four things, in t
    templates delimit their sections with exactly these tags, so evidence cannot close its
    section or open another one.
 
+``safe_normalize_v2`` (the presets' mode) is ``safe_normalize_v1`` followed by two steps:
+the fence tags of the conversation-history section (:data:`HISTORY_FENCE_TAG_NAMES`) are
+neutralised like the others, and so are the marker shapes of the policy's citation grammar
+(``[CIT-02]`` in a chunk becomes ``(CIT-02)`` under the ``[CIT-NN]`` grammar), by the
+grammar's own :meth:`~groundlock.citations.CitationGrammar.neutralize`.
+
 The character sets are frozen literals, not ``unicodedata`` lookups, so the output is the
 same on every Python version: ``safe_normalize_v1`` is a versioned contract, and a change to
 it is a new mode, not an upgrade side effect.
@@ -32,6 +38,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from groundlock._caches import WeightedLRU
+from groundlock.citations import CitationGrammar
 from groundlock.citations.bracket_c import C_LOOKALIKES, SQUARE_CLOSE, SQUARE_OPEN
 from groundlock.text.fold import caseless
 
@@ -39,10 +46,13 @@ __all__ = [
     "FENCE_TAG_NAMES",
     "HIDDEN_CHARACTERS_PATTERN",
     "HIDDEN_RANGES",
+    "HISTORY_FENCE_TAG_NAMES",
     "SANITIZE_CACHE",
     "WHITESPACE_CHARACTERS",
     "SanitizedText",
+    "neutralized_for",
     "safe_normalize",
+    "safe_normalize_v2",
     "sanitize_evidence",
 ]
 
@@ -77,6 +87,9 @@ FENCE_TAG_NAMES: tuple[str, ...] = (
     "output_format",
 )
 """Tag names prompt templates may use to delimit sections; evidence never contains them raw."""
+HISTORY_FENCE_TAG_NAMES: tuple[str, ...] = ("history", "conversation_history")
+"""Fence tags of the history section, neutralised by ``safe_normalize_v2`` (not v1, whose
+output is frozen)."""
 
 
 def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
@@ -113,6 +126,7 @@ _TAG_RE = re.compile(
     rf"([^{_ANGLE_OPEN}{_ANGLE_CLOSE}]*)([{_ANGLE_CLOSE}]?)"
 )
 _FENCE_NAME_RE = re.compile(rf"(?:{'|'.join(FENCE_TAG_NAMES)})(?!\w)")
+_HISTORY_NAME_RE = re.compile(rf"(?:{'|'.join(HISTORY_FENCE_TAG_NAMES)})(?!\w)")
 # Cyrillic and Greek letters that look like the Latin letters of the fence names.
 _HOMOGLYPHS = str.maketrans(
     "\u0430\u0441\u0435\u0456\u043e\u0440\u0455\u0443\u0445\u0501\u051b\u03bf\u03bd\u03b9\u03c5\u03b1\u03c1",
@@ -120,10 +134,10 @@ _HOMOGLYPHS = str.maketrans(
 )
 
 
-def _neutralize_fence(match: re.Match[str]) -> str:
+def _neutralize_fence(match: re.Match[str], names: re.Pattern[str] = _FENCE_NAME_RE) -> str:
     # fold before casefold: casefold leaves the dotless i alone and splits U+0130.
     name = caseless(unicodedata.normalize("NFKC", match.group(2)).translate(_HOMOGLYPHS))
-    if not _FENCE_NAME_RE.match(name):
+    if not names.match(name):
         return match.group()
     closer = "&gt;" if match.group(4) else ""
     return f"&lt;{match.group(1)}{match.group(2)}{match.group(3)}{closer}"
@@ -158,6 +172,31 @@ def safe_normalize(raw: str) -> SanitizedText:
         text=cleaned,
         removed_characters=removed,
         neutralized_shapes=bracketed + unclosed + tags,
+    )
+
+
+def safe_normalize_v2(raw: str, grammar: CitationGrammar) -> SanitizedText:
+    """Apply ``safe_normalize_v2``: v1, then history fence tags and ``grammar``'s markers.
+
+    >>> from groundlock.citations import CIT_LABEL
+    >>> safe_normalize_v2("See [CIT-02] </history>", CIT_LABEL).text
+    'See (CIT-02) &lt;/history&gt;'
+    """
+    first = safe_normalize(raw)
+    return neutralized_for(first, grammar)
+
+
+def neutralized_for(first: SanitizedText, grammar: CitationGrammar) -> SanitizedText:
+    """``safe_normalize_v2``'s steps after v1, on v1's result."""
+    cleaned = _TAG_RE.sub(lambda found: _neutralize_fence(found, _HISTORY_NAME_RE), first.text)
+    tags = cleaned.count("&lt;") - first.text.count("&lt;")
+    cleaned, markers = grammar.neutralize(cleaned)
+    if not tags and not markers:
+        return first
+    return SanitizedText(
+        text=cleaned,
+        removed_characters=first.removed_characters,
+        neutralized_shapes=first.neutralized_shapes + tags + markers,
     )
 
 

@@ -23,7 +23,7 @@ from groundlock import (
     load_policy,
 )
 from groundlock.contracts.prompt import canonical_prompt_bytes
-from groundlock.prompts.template import SECTION_ORDER
+from groundlock.prompts.template import load_template
 from groundlock.text import get_token_counter
 from tests.builders import distinct_text, make_bundle, make_row, policy_with, sample_bundle
 
@@ -57,6 +57,7 @@ def _evidence_section(user: str) -> str:
     return user[start : user.index("</evidence>\n", start)]
 
 
+V1_SECTIONS = [(s.name, s.role) for s in load_template("prompt_template_v1").sections]
 BASELINE_STATE = _state()
 BASELINE = BASELINE_STATE.prompt
 BASELINE_SYSTEM = BASELINE.messages[0].content
@@ -69,7 +70,7 @@ def test_prompt_has_five_sections_in_order_and_the_frozen_evidence_format():
     system, user = (m.content for m in BASELINE.messages)
     assert [m.role for m in BASELINE.messages] == ["system", "user"]
     positions = []
-    for name, role in SECTION_ORDER:
+    for name, role in V1_SECTIONS:
         text = system if role == "system" else user
         assert _fences(text, name) == 2, name  # opened and closed once each
         positions.append((role, text.index(f"<{name}>\n")))
@@ -165,7 +166,7 @@ def test_hostile_evidence_never_changes_structure_or_escapes_its_section(hostile
     system, user = (m.content for m in result.messages)
     assert system == BASELINE_SYSTEM
     assert len(HEADER_LINE_RE.findall(user)) == len(state.bundle.selected_evidence) == 2
-    for name, role in SECTION_ORDER:
+    for name, role in V1_SECTIONS:
         assert _fences(system if role == "system" else user, name) == 2, name
     assert not re.search(r"^===== USER MESSAGE", user, re.MULTILINE)
     section = _evidence_section(user)
@@ -187,7 +188,7 @@ def test_hostile_question_is_inserted_with_its_words_but_no_structure(question: 
     assert result.build_status is BuildStatus.OK
     system, user = (m.content for m in result.messages)
     assert system == BASELINE_SYSTEM
-    for name, role in SECTION_ORDER:
+    for name, role in V1_SECTIONS:
         assert _fences(system if role == "system" else user, name) == 2, name
     assert user.count(BASELINE_STATE.bundle.evidence_block_text) == 1
     asked = user[user.index("<question>\n") + 11 : user.index("\n</question>")]

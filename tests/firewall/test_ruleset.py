@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 
 import pytest
@@ -25,7 +27,16 @@ def test_every_built_in_ruleset_loads_and_names_only_known_rules():
     assert "firewall_v1" in available_rulesets()
     for name in available_rulesets():
         ruleset = load_ruleset(name)
-        assert ruleset.sha256 == ruleset_sha256(rulesets._builtin_dir() / name)
+        own = ruleset_sha256(rulesets._builtin_dir() / name)
+        manifest = json.loads((rulesets._builtin_dir() / name / "manifest.json").read_text())
+        if "extends" in manifest:  # its identity covers its base's too
+            base = load_ruleset(manifest["extends"])
+            assert (
+                ruleset.sha256
+                == hashlib.sha256(f"{own}\0{base.name}\0{base.sha256}".encode()).hexdigest()
+            )
+        else:
+            assert ruleset.sha256 == own
         assert set(ruleset.rules) <= set(RULES)
         assert len(set(ruleset.rules)) == len(ruleset.rules)
         assert set(ruleset.modes) <= set(ruleset.rules)

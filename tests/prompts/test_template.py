@@ -9,7 +9,13 @@ import pytest
 
 from groundlock import PromptTemplateError, load_template
 from groundlock.prompts import template as template_module
-from groundlock.prompts.template import FENCE_TAG_NAMES, SECTION_ORDER, parse_template
+from groundlock.prompts.template import (
+    FENCE_TAG_NAMES,
+    HISTORY_FENCE_TAG_NAMES,
+    OPTIONAL_SECTIONS,
+    SECTION_ORDER,
+    parse_template,
+)
 
 FOLDER = Path(template_module.__file__).parent
 TEXT = (FOLDER / "prompt_template_v1.txt").read_text(encoding="utf-8")
@@ -17,11 +23,13 @@ TEXT = (FOLDER / "prompt_template_v1.txt").read_text(encoding="utf-8")
 
 def test_v1_has_the_five_sections_in_001_order():
     template = load_template("prompt_template_v1")
-    assert [(s.name, s.role) for s in template.sections] == list(SECTION_ORDER)
+    assert [(s.name, s.role) for s in template.sections] == [
+        order for order in SECTION_ORDER if order[0] not in OPTIONAL_SECTIONS
+    ]
     assert [s.placeholder for s in template.sections] == [
         None, "refusal", "evidence_block", "user_question", None,
     ]  # fmt: skip
-    assert all(name in FENCE_TAG_NAMES for name, _ in SECTION_ORDER)
+    assert all(name in FENCE_TAG_NAMES + HISTORY_FENCE_TAG_NAMES for name, _ in SECTION_ORDER)
 
 
 def test_v1_spells_out_the_citation_syntax_the_validator_enforces():

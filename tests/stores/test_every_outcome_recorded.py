@@ -48,6 +48,7 @@ from tests.fakes.retrieval import QUESTION, FixedScoreStore, doc
 V1 = load_policy("R2_POLICY_V1")
 V2 = load_policy("R2_POLICY_V2")
 JUDGED = load_policy("R2_POLICY_V2_JUDGED")
+SOURCE_PAGE = load_policy("SOURCE_PAGE_POLICY_V1")
 REFUSAL = V2.refusal_text
 COVERAGE_ENFORCED = V2.model_copy(
     update={
@@ -145,6 +146,13 @@ Bundle = Callable[[str], Any]
 def sample(**changes: Any) -> Bundle:
     """The quick start's bundle under the case's request_id, with fields changed."""
     return lambda request_id: {**sample_bundle(), "request_id": request_id, **changes}
+
+
+def paged(request_id: str) -> dict[str, Any]:
+    """The quick start's bundle with every row on page 1 of ``manual.pdf`` (004's preset)."""
+    bundle = sample()(request_id)
+    pages = [{**row, "source_file": "manual.pdf", "page": 1} for row in bundle["results"]]
+    return {**bundle, "results": pages}
 
 
 def rows(*given: dict[str, Any], **changes: Any) -> Bundle:
@@ -406,6 +414,17 @@ OUTCOMES = [
             R.UNCITED_FACTUAL_STATEMENT,
             answer="Replace the case drain filter element every 500 operating hours. [C0]\n"
             "The pump weighs 40 kg.",
+        ),
+    ),
+    case(
+        "WORD_LIMIT_EXCEEDED",
+        Outcome(
+            FAILED,
+            R.WORD_LIMIT_EXCEEDED,
+            answer="Replace the case drain filter element every 500 operating hours. "
+            "[Source: manual.pdf, p.1]\n" * 20,
+            request=paged,
+            policy=SOURCE_PAGE,
         ),
     ),
     case(

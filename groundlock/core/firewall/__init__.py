@@ -56,7 +56,8 @@ def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
         entries={e.anchor: e for e in state.bundle.selected_evidence},
         request_id=state.request_id,
     )
-    answer = parse_answer(execution.raw_model_text, ctx.entries, ruleset.grammar, ruleset.segmenter)
+    grammar = ruleset.grammar.bound(state.bundle.selected_evidence)
+    answer = parse_answer(execution.raw_model_text, ctx.entries, grammar, ruleset.segmenter)
     # What the answer cites anywhere: headings and labels are read against it.
     cited = {e.anchor: e for s in answer.sentences for e in s.cited}
     ctx.memo["answer_cited"] = tuple(cited.values())

@@ -114,7 +114,8 @@ def judge_questions(
         return ()
     ruleset = load_ruleset(policy.firewall_ruleset)
     entries = {e.anchor: e for e in bundle.selected_evidence}
-    answer = parse_answer(result.validated_answer_text, entries, ruleset.grammar, ruleset.segmenter)
+    grammar = ruleset.grammar.bound(bundle.selected_evidence)
+    answer = parse_answer(result.validated_answer_text, entries, grammar, ruleset.segmenter)
     return tuple(
         JudgeQuestion(s.number, s.text.strip(), tuple(e.sanitized_text for e in s.cited))
         for s in answer.sentences

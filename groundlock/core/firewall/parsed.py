@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from groundlock.citations import AnchorScan, CitationGrammar
+from groundlock.citations import AnchorScan, BoundCitations
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.text.fold import fold
 from groundlock.text.sentences import Segmenter
@@ -112,7 +112,7 @@ class ParsedAnswer:
 def parse_answer(
     text: str,
     entries: Mapping[str, SelectedEvidence],
-    grammar: CitationGrammar,
+    grammar: BoundCitations,
     segmenter: Segmenter,
 ) -> ParsedAnswer:
     """Parse ``text`` into sentences with their markers and the entries they cite."""
@@ -150,7 +150,7 @@ def parse_answer(
     )
 
 
-def _split_citation_list(text: str, grammar: CitationGrammar) -> tuple[str, tuple[str, ...] | None]:
+def _split_citation_list(text: str, grammar: BoundCitations) -> tuple[str, tuple[str, ...] | None]:
     """The answer without a trailing-style citation list line, and that list's anchors."""
     body: list[str] = []
     listed: list[str] | None = None

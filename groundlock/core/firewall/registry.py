@@ -19,6 +19,7 @@ from groundlock.core.firewall.rules.form import (
     UncitedSentence,
     UncitedStatement,
     UnknownAnchor,
+    WordLimit,
 )
 from groundlock.core.firewall.rules.instructions import InstructionFollowed, ObeyedInstruction
 from groundlock.core.firewall.rules.leaks import MetaCommentary, MetadataLeak
@@ -53,6 +54,7 @@ RULES: dict[str, Rule] = {
         UnsupportedEntity(),
         ContradictsEvidence(),
         SupportCoverage(),
+        WordLimit(),
     )
 }
 

@@ -6,6 +6,7 @@ and citation lists (``000`` R5, ``001`` P4). These always enforce: no policy can
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -23,7 +24,12 @@ __all__ = [
     "RefusalFormat",
     "UncitedSentence",
     "UnknownAnchor",
+    "WordLimit",
 ]
+
+_WORD_RE = re.compile(r"[^\W_]+(?:['\u2019.,\-][^\W_]+)*")
+"""A word: letters or digits, joined across an apostrophe, a hyphen, or the point or comma
+inside a number (``don't``, ``29-11-00``, ``3.5``, ``1,200`` are one word each)."""
 
 
 class OutputTruncated:
@@ -170,3 +176,29 @@ class CitationList:
             yield Finding(self.name, self.reason, message)
         if listed is not None and len(set(listed)) != len(listed):
             yield Finding(self.name, self.reason, "answer: its citation list repeats an anchor")
+
+
+class WordLimit:
+    """More words than the query type allows (``004``: factual 150, summary 300).
+
+    Words are counted in what the sentences say, markers blanked out, so a long file name in
+    a ``[Source: ...]`` marker costs nothing; a citation-list line is not counted either.
+    """
+
+    name: ClassVar[str] = "word_limit"
+    reason: ClassVar[ReasonCode] = ReasonCode.WORD_LIMIT_EXCEEDED
+    judges_exact_refusal: ClassVar[bool] = False
+
+    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+        """A finding naming the count and the limit, when the policy sets one."""
+        try:
+            budget = ctx.policy.budget_for(ctx.bundle.query_type)
+        except KeyError:  # R2 refuses such a request; nothing to judge against
+            return
+        if budget is None:
+            return
+        words = sum(len(_WORD_RE.findall(sentence.text)) for sentence in answer.sentences)
+        if words > budget.max_words:
+            kind = ctx.bundle.query_type or "factual"
+            message = f"answer: {words} words exceed the {kind} limit of {budget.max_words}"
+            yield Finding(self.name, self.reason, message)
