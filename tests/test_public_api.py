@@ -24,6 +24,7 @@ EXPECTED = {
     "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
     "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink", "Answered",
     "Assembled", "Judged", "Outcome", "Prompted", "RunState", "clear_caches", "validate_text",
+    "Confidence", "HistoryTurn", "QueryType",
 }  # fmt: skip
 
 

@@ -18,8 +18,10 @@ from groundlock.contracts.assembly import (
 from groundlock.contracts.enums import (
     AssemblyStatus,
     BuildStatus,
+    Confidence,
     FinishReason,
     GenerationStatus,
+    QueryType,
     RetrievalStatus,
     ValidationStatus,
 )
@@ -27,7 +29,12 @@ from groundlock.contracts.execution import AttemptRecord, LLMExecutionResult, Pi
 from groundlock.contracts.prompt import PromptBuildResult, PromptMessage, PromptTokenAccount
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, DropReason, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
-from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, RetrievalRow
+from groundlock.contracts.retrieval import (
+    FiltersApplied,
+    HistoryTurn,
+    RetrievalBundle,
+    RetrievalRow,
+)
 from groundlock.contracts.state import Answered, Assembled, Judged, Outcome, Prompted, RunState
 from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 
@@ -42,12 +49,14 @@ __all__ = [
     "AssemblyTrace",
     "AttemptRecord",
     "BuildStatus",
+    "Confidence",
     "DropReason",
     "DroppedRow",
     "FiltersApplied",
     "FinishReason",
     "GenerationStatus",
     "GroundingMetrics",
+    "HistoryTurn",
     "Judged",
     "LLMExecutionResult",
     "Outcome",
@@ -58,6 +67,7 @@ __all__ = [
     "Prompted",
     "PublicCitation",
     "PublicResponse",
+    "QueryType",
     "ReasonCode",
     "RetrievalBundle",
     "RetrievalRow",

@@ -220,6 +220,12 @@ def check_outside_bundle(
     recounted, since budgets and PB4 rely on them. Returns why it is refused, or None.
     """
     counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    try:
+        policy.budget_for(bundle.query_type)
+    except KeyError:
+        return f"query_type: policy {policy.policy_version} defines no such query type"
+    if bundle.history and policy.history is None:
+        return f"history: policy {policy.policy_version} takes no conversation history"
     grammar = load_ruleset(policy.firewall_ruleset).grammar.name
     total = 0
     for entry in bundle.selected_evidence:
