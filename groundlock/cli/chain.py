@@ -232,7 +232,9 @@ def _validate(args: argparse.Namespace) -> int:
                 "generation_status": verdict.generation_status.value,
                 "failure_reason": reason,
                 "message": verdict.message,
-                "validated_citations": list(verdict.validated_citations),
+                "validated_citations": _public_anchors(
+                    verdict.validated_citations, bundle, args.policy or DEFAULT_POLICY
+                ),
                 "grounding_metrics": verdict.grounding_metrics.model_dump(mode="json"),
             },
             indent=2,
@@ -240,6 +242,24 @@ def _validate(args: argparse.Namespace) -> int:
         + "\n"
     )
     return _exit_code(verdict.generation_status.value)
+
+
+def _public_anchors(keys: tuple[str, ...], bundle: object, policy_name: str) -> list[str]:
+    """The cited entries as the answer's markers name them (``CIT-01``, not the key ``C0``).
+
+    What ``groundlock ask --json`` shows as each citation's anchor, so the two commands agree
+    under every preset (under the default policy a key and its anchor are the same).
+    """
+    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
+    from groundlock.policies import load_policy  # noqa: PLC0415
+    from groundlock.policies.ruleset import load_ruleset  # noqa: PLC0415
+
+    policy = load_policy(policy_name)
+    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    if not keys or grammar.name == "bracket_c":
+        return list(keys)
+    entries = {entry.anchor: entry for entry in assemble(bundle, policy).selected_evidence}
+    return [grammar.public_anchor(entries[key]) if key in entries else key for key in keys]
 
 
 def _read_answer(path: Path) -> str:

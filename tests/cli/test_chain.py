@@ -168,3 +168,47 @@ def test_json_nested_too_deep_is_a_usage_error(
     assert (code, out) == (2, "")
     assert "is not JSON" in err
     assert "Traceback" not in err
+
+
+PRESET_MARKERS = {
+    "SEMANTIC_ID_POLICY_V1": ("[AMM_29_11_00_0]", "AMM_29_11_00_0"),
+    "CIT_LABEL_POLICY_V1": ("[CIT-01]", "CIT-01"),
+    "SOURCE_PAGE_POLICY_V1": (
+        "[Source: Tug AMM 29-11-00.pdf, p.14]",
+        "Source: Tug AMM 29-11-00.pdf, p.14",
+    ),
+}
+
+
+@pytest.mark.parametrize("policy", sorted(PRESET_MARKERS))
+def test_ask_and_validate_take_every_preset(
+    policy: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both commands answer and judge in the preset's marker style, and agree on anchors."""
+    data = sample_bundle()
+    for rank, row in enumerate(data["results"]):
+        row.update(
+            semantic_id=f"AMM_29_11_00_{rank}",
+            citation_label=f"Tug AMM 29-11-00 section {rank}",
+            source_file="Tug AMM 29-11-00.pdf",
+            page=14 + rank,
+        )
+    bundle = _write(tmp_path, "bundle.json", data)
+    code, printed, _ = _run(capsys, "ask", "--json", "--policy", policy, "--bundle", bundle)
+    response = json.loads(printed)
+    marker, anchor = PRESET_MARKERS[policy]
+    assert (code, response["status"]) == (0, "OK")
+    assert marker in response["answer"]
+    assert "[C0]" not in response["answer"]
+    assert anchor in [c["anchor"] for c in response["citations"]]
+    answer = _write(tmp_path, "response.json", printed)
+    args = ("validate", "--policy", policy, "--bundle", bundle, "--answer-file", answer)
+    code, out, _ = _run(capsys, *args)
+    verdict = json.loads(out)
+    assert (code, verdict["validation_status"]) == (0, "PASSED")
+    assert verdict["validated_citations"] == [c["anchor"] for c in response["citations"]]
+    # the same answer in the default grammar is not a citation under the preset
+    plain = _write(tmp_path, "plain.txt", "Replace the filter element every 500 hours. [C0]")
+    code, out, _ = _run(capsys, "validate", "--policy", policy, "--bundle", bundle,
+                        "--answer-file", plain)  # fmt: skip
+    assert (code, json.loads(out)["validation_status"]) == (1, "FAILED")
