@@ -109,6 +109,7 @@ class BracketC:
     """
 
     name = "bracket_c"
+    shape = "[C<n>]"
     marker_re = ANCHOR_RE
     segmentation_marker = r"\[C\d+\]"
     required_fields: tuple[str, ...] = ()

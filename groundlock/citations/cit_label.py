@@ -25,8 +25,10 @@ from groundlock.citations.grammar import CitableEntry, CitableRow
 __all__ = ["CIT_LABEL", "CitLabel"]
 
 _MARKER_RE = re.compile(r"\[CIT-\d{2,}\]")
-# ``CIT`` in any case or in Cyrillic look-alikes, then a digit after optional spacing or a sign.
+# ``CIT`` in any case or in Cyrillic or fullwidth look-alikes, not inside a word (``explicit 3``),
+# then a digit after optional spacing or a sign.
 _CIT_LIKE = (
+    r"(?<![^\W\d_])"
     "[Cc\u0421\u0441\uff23\uff43][Ii\u0406\u0456\uff29\uff49][Tt\u0422\u0442\uff34\uff54]"
     + r"\s*[-_\u2010\u2011\u2013\u2014:#.]?\s*\d"
 )
@@ -42,6 +44,7 @@ class CitLabel:
     """The ``[CIT-NN]`` grammar as a :class:`~groundlock.citations.CitationGrammar`."""
 
     name = "cit_label"
+    shape = "[CIT-NN]"
     segmentation_marker = r"\[CIT-\d+\]"
     required_fields: tuple[str, ...] = ("citation_label",)
 

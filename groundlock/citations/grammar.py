@@ -112,6 +112,8 @@ class CitationGrammar(Protocol):
 
     name: str
     """Stable name, recorded with the ruleset that uses it (``bracket_c``)."""
+    shape: str
+    """The marker's form as messages name it (``[C<n>]``, ``[CIT-NN]``)."""
     segmentation_marker: str
     """Regex source of what the sentence splitter treats as a marker: a mark glued to one
     ends a sentence, and a run of them after an end mark belongs to that sentence. Looser

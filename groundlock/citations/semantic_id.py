@@ -53,6 +53,7 @@ class SemanticId:
     """The ``[semantic_id]`` grammar as a :class:`~groundlock.citations.CitationGrammar`."""
 
     name = "semantic_id"
+    shape = "[<semantic_id>]"
     segmentation_marker = rf"\[{_ID}\]"
     required_fields: tuple[str, ...] = ()
 

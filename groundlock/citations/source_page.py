@@ -44,6 +44,7 @@ class SourcePage:
     """The ``[Source: file, p.N]`` grammar as a :class:`~groundlock.citations.CitationGrammar`."""
 
     name = "source_page"
+    shape = "[Source: <file>, p.<N>]"
     segmentation_marker = r"\[Source: [^\[\]\n]{1,300}?\]"
     required_fields: tuple[str, ...] = ("source_file", "page")
 

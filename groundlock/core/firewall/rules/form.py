@@ -87,7 +87,8 @@ class MalformedCitation:
             yield Finding(
                 self.name,
                 self.reason,
-                f"answer: {answer.scan.malformed} anchor-like token(s) not of the form [C<n>]",
+                f"answer: {answer.scan.malformed} anchor-like token(s) not of the form "
+                f"{ctx.ruleset.grammar.shape}",
             )
 
 
@@ -103,7 +104,15 @@ class UnknownAnchor:
         unknown = sorted({a for a in answer.scan.anchors if a not in ctx.entries})
         if unknown:
             count = len(ctx.entries)
-            have = f"C0..C{count - 1}" if count else "no evidence entries"
+            grammar = ctx.ruleset.grammar
+            if not count:
+                have = "no evidence entries"
+            elif grammar.name == "bracket_c":
+                have = f"C0..C{count - 1}"
+            else:  # a preset's markers, as the answer should have written them
+                markers = list(dict.fromkeys(grammar.marker(e) for e in ctx.entries.values()))
+                more = f" and {len(markers) - 5} more" if len(markers) > 5 else ""
+                have = ", ".join(markers[:5]) + more
             yield Finding(
                 self.name,
                 self.reason,
