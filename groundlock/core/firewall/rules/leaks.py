@@ -107,7 +107,12 @@ class MetadataLeak:
         """The prompt's rules repeated first, then sentence by sentence."""
         size = int(ctx.ruleset.param("template_ngram_words"))
         grams = _template_ngrams(ctx.policy.prompt_template, size)
-        said = words(answer.text)
+        if ctx.ruleset.params.get("template_ngrams_without_markers"):
+            # The presets' templates show a marker as an example: an answer citing a file of
+            # that name repeats the template's words in its markers, not its instructions.
+            said = [word for sentence in answer.sentences for word in words(sentence.text)]
+        else:
+            said = words(answer.text)
         if any(tuple(said[i : i + size]) in grams for i in range(len(said) - size + 1)):
             yield Finding(self.name, self.reason, "answer: repeats the prompt's own instructions")
         # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
