@@ -59,8 +59,14 @@ ROW_FIELDS = (
     "faiss_id",
     "equipment_id",
     "event_date",
+    "semantic_id",
+    "citation_label",
+    "document_id",
+    "source_file",
+    "page",
 )
-"""The row fields that metadata can fill; ``fields`` maps each to a metadata key."""
+"""The row fields that metadata can fill; ``fields`` maps each to a metadata key (the last
+five are what the presets cite: ``[semantic_id]``, ``[CIT-NN]``, ``[Source: file, p.N]``)."""
 
 _Values = Annotated[tuple[Identifier, ...], Field(min_length=1)]
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)

@@ -60,8 +60,16 @@ __all__ = ["REQUEST_FIELDS", "RetrievalFront"]
 
 logger = logging.getLogger("groundlock.retrieval")
 
-REQUEST_FIELDS = ("user_question", "request_id", "run_id", "filters_applied")
-"""What a request to the front may carry; a bare string is the question."""
+REQUEST_FIELDS = (
+    "user_question",
+    "request_id",
+    "run_id",
+    "filters_applied",
+    "query_type",
+    "history",
+)
+"""What a request to the front may carry; a bare string is the question. ``query_type`` and
+``history`` travel into the bundle untouched (R2 and R3 judge them under the policy)."""
 
 _MAX_NAME = 64
 

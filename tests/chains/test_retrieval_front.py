@@ -795,3 +795,41 @@ def test_a_front_piped_by_hand_keeps_its_own_gates_and_the_chain_still_refuses()
     # front searches under its own gates, and R3 refuses under the chain's.
     assert response.failure_reason is ReasonCode.PROMPT_BUDGET_EXCEEDED
     assert len(store.searches) == 1
+
+
+def test_a_presets_citation_metadata_and_answer_controls_come_through_the_front() -> None:
+    """A paged store answers under 004's preset: file and page from metadata, the request's
+    query type and history carried into the bundle, and the answer cites [Source: ...]."""
+    document = Document(
+        id="amm-14",
+        page_content="Replace the case drain filter every 500 operating hours.",
+        metadata={
+            "file": "Tug AMM 29-11-00.pdf",
+            "page": 14,
+            "document_id": "AMM-29-11-00",
+            "knowledge_id": "AMM-29-11-00",
+        },
+    )
+    front = _front(
+        cosine_store([(document, 0.93)]),
+        fields={"source_file": "file"},
+        policy="SOURCE_PAGE_POLICY_V1",
+    )
+    request = {
+        "user_question": QUESTION,
+        "query_type": "summary",
+        "history": [{"role": "user", "content": "We are replacing the case drain filter."}],
+    }
+    bundle = _bundle(front.invoke(request))
+    (row,) = bundle.results
+    assert (row.source_file, row.page, row.document_id) == (
+        "Tug AMM 29-11-00.pdf",
+        14,
+        "AMM-29-11-00",
+    )
+    assert bundle.query_type == "summary"
+    assert [turn.content for turn in bundle.history] == ["We are replacing the case drain filter."]
+    response = grounded_answer_chain(front=front, policy="SOURCE_PAGE_POLICY_V1").invoke(request)
+    assert response.status is GenerationStatus.OK
+    assert response.answer.endswith("[Source: Tug AMM 29-11-00.pdf, p.14]")
+    assert response.citations[0].page == 14
