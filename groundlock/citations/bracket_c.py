@@ -146,6 +146,10 @@ class BracketC:
         """None: a positional anchor needs no row field."""
         return None
 
+    def unique_key(self, row: CitableRow) -> str | None:
+        """None: positional markers are unique by construction."""
+        return None
+
     def neutralize(self, text: str) -> tuple[str, int]:
         """``text`` unchanged: ``safe_normalize_v1`` already neutralises ``[C<n>]`` shapes."""
         return text, 0

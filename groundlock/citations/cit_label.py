@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 
 from groundlock.citations.exact import (
+    ANY_CLOSE,
     ANY_OPEN,
     ExactMarkers,
-    bracket_group_re,
     index_markers,
     squared,
 )
@@ -32,8 +32,15 @@ _CIT_LIKE = (
     "[Cc\u0421\u0441\uff23\uff43][Ii\u0406\u0456\uff29\uff49][Tt\u0422\u0442\uff34\uff54]"
     + r"\s*[-_\u2010\u2011\u2013\u2014:#.]?\s*\d"
 )
-_GROUP_RE = bracket_group_re(_CIT_LIKE, opening=ANY_OPEN, width=80)
-_STRAY_RE = re.compile(rf"(?<![\w{re.escape(ANY_OPEN)}]){_CIT_LIKE}\d*\s*\]?")
+# A bracket group that is nothing but ``CIT`` markers, however mangled (``(CIT-01)``,
+# ``[cit 1]``, ``[CIT-01, CIT-02]``); a group that only mentions a CIT form among other words
+# (``(the CIT-8 return)``, ``(op. cit. 12)``) is prose.
+_JOIN = r"[,;&\-\u2013\u2014]\s*(?:and\s+|to\s+)?"
+_ONLY_CITS = rf"\s*{_CIT_LIKE}\d*\s*(?:{_JOIN}{_CIT_LIKE}\d*\s*){{0,10}}"
+_GROUP_RE = re.compile(rf"[{re.escape(ANY_OPEN)}]{_ONLY_CITS}[{re.escape(ANY_CLOSE)}]?")
+# A marker that lost its brackets: ``CIT-01`` written as the marker is, two digits after a
+# hyphen, or one that kept only its closing bracket; ``CIT-8`` or ``CIT 2023`` is a name.
+_STRAY_RE = re.compile(rf"(?<![\w{re.escape(ANY_OPEN)}])CIT-\d{{2}}(?:\b|\])\]?")
 
 
 def _position(entry: CitableEntry) -> int:
@@ -77,6 +84,10 @@ class CitLabel:
         """A row without the ``citation_label`` its marker maps to."""
         if row.citation_label is None:
             return "citation_label: required (each [CIT-NN] marker maps to the row's label)"
+        return None
+
+    def unique_key(self, row: CitableRow) -> str | None:
+        """None: positional markers are unique by construction."""
         return None
 
     def neutralize(self, text: str) -> tuple[str, int]:

@@ -39,18 +39,21 @@ def bracket_group_re(content: str, *, opening: str = ANY_OPEN, width: int = 200)
     )
 
 
-def squared(pattern: re.Pattern[str], text: str) -> tuple[str, int]:
+def squared(
+    pattern: re.Pattern[str], text: str, keep: Callable[[str], bool] | None = None
+) -> tuple[str, int]:
     """``text`` with the square brackets (and look-alikes) of ``pattern``'s matches made round.
 
     How the preset grammars neutralise marker shapes in evidence: only bracket characters
-    change, never words, and the result holds no match of ``pattern`` in square brackets.
+    change, never words, and the result holds no match of ``pattern`` in square brackets
+    (but those ``keep`` spares).
     """
     changed = 0
 
     def round_off(found: re.Match[str]) -> str:
         nonlocal changed
         group = found.group()
-        if group[0] not in _SQUARE_CLOSE_OF:
+        if group[0] not in _SQUARE_CLOSE_OF or (keep is not None and keep(group)):
             return group
         changed += 1
         body = group[1:]

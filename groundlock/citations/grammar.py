@@ -141,6 +141,13 @@ class CitationGrammar(Protocol):
         """Why ``row`` cannot be cited in this grammar (``"source_file: ..."``), or None."""
         ...
 
+    def unique_key(self, row: CitableRow) -> str | None:
+        """What must differ between two rows for each marker to name one row, or None.
+
+        The semantic id must; a page's marker may name several chunks of that page.
+        """
+        ...
+
     def neutralize(self, text: str) -> tuple[str, int]:
         """Evidence (or history) text with this grammar's marker shapes made inert.
 

@@ -33,15 +33,31 @@ __all__ = ["SEMANTIC_ID", "SemanticId"]
 
 _ID = r"[A-Za-z0-9_](?:[A-Za-z0-9_.:/\-]*[A-Za-z0-9_])?"
 _ID_RE = re.compile(_ID)
-_MARKER_RE = re.compile(rf"\[({_ID})\]")
-_TOKEN_RE = re.compile(r"[A-Za-z0-9_.:/\-]+")
-# Square brackets (and look-alikes) around id-shaped text, a list of ids, or spaced ids.
-_ID_LIST = rf"\s*{_ID}(?:\s*[,;]?\s*{_ID})*\s*"
-_SQUARED_ID_RE = re.compile(
-    rf"[{re.escape(SQUARE_OPEN)}](?={_ID_LIST}[{re.escape(ANY_CLOSE)}])"
-    rf"{_ID_LIST}[{re.escape(ANY_CLOSE)}]"
+_MARKED_RE = re.compile(r"[^\s\]]*[0-9_]")
+"""An id holds a digit or an underscore: ``[sic]``, ``[x]`` and ``[Repealed]`` are prose."""
+_MARKER_RE = re.compile(rf"\[(?=[A-Za-z0-9_.:/\-]*[0-9_]){_ID}\]")
+_TOKEN_RE = re.compile(r"[\w.:/\-]+")
+# Square brackets (and look-alikes) around one id-shaped token or a list of them, in any
+# script. Tokens hold no space, comma or semicolon, so a group splits one way only: the
+# match is linear in the group's length (an optional separator between ids made it
+# exponential).
+_SQUARED_RE = re.compile(
+    rf"[{re.escape(SQUARE_OPEN)}]\s*[\w.:/\-]{{1,120}}(?:\s*[,;]\s*[\w.:/\-]{{1,120}}){{0,20}}\s*"
+    rf"[{re.escape(ANY_CLOSE)}]"
 )
-_GROUP_RE = bracket_group_re(r"[A-Za-z0-9_]", opening=ANY_OPEN, width=120)
+_GROUP_RE = bracket_group_re(r"[^\W_]", opening=ANY_OPEN, width=120)
+
+
+def _marker_shaped(group: str) -> bool:
+    """Whether a square group looks like markers to a reader.
+
+    Ids (a digit or an underscore in each) written in look-alike brackets or letters, with
+    spaces inside the brackets, or listed.
+    """
+    tokens = [token.strip() for token in re.split(r"[,;]", group[1:-1])]
+    if not all(_TOKEN_RE.fullmatch(token) and _MARKED_RE.match(token) for token in tokens):
+        return False
+    return len(tokens) > 1 or group[0] != "[" or not group.isascii() or group[1:-1] != tokens[0]
 
 
 def semantic_id_of(row: CitableRow) -> str:
@@ -59,12 +75,13 @@ class SemanticId:
 
     def bound(self, entries: Sequence[CitableEntry]) -> ExactMarkers:
         """Markers naming the admitted ids; a bracket group holding one is malformed."""
-        ids = {semantic_id_of(entry) for entry in entries}
+        ids = {semantic_id_of(entry).casefold() for entry in entries}
 
         def names_an_id(group: str) -> bool:
-            if _SQUARED_ID_RE.fullmatch(group):
-                return True  # ``[A, B]``, ``[ A ]``, ``【A】``: marker-shaped in any request
-            return any(token.strip(".:/-") in ids for token in _TOKEN_RE.findall(group))
+            if _SQUARED_RE.fullmatch(group) and _marker_shaped(group):
+                # ``[A, B]``, ``[ A ]``, ``【A】``, ``[IP\u0421_420]`` (a Cyrillic C): always
+                return True
+            return any(token.strip(".:/-").casefold() in ids for token in _TOKEN_RE.findall(group))
 
         return ExactMarkers(
             marker_re=_MARKER_RE,
@@ -88,17 +105,23 @@ class SemanticId:
 
     def row_problem(self, row: CitableRow) -> str | None:
         """A row whose id cannot be written as one marker."""
-        if _ID_RE.fullmatch(semantic_id_of(row)):
+        identifier = semantic_id_of(row)
+        if _ID_RE.fullmatch(identifier) and _MARKED_RE.match(identifier):
             return None
         field = "semantic_id" if row.semantic_id is not None else "chunk_id"
         return (
             f"{field}: cannot be written as a [semantic_id] marker (letters, digits and "
-            "_ . : / - only, starting and ending with a letter, digit or _)"
+            "_ . : / - only, starting and ending with a letter, digit or _, and at least one "
+            "digit or _ so that it cannot be read as a bracketed word such as [sic])"
         )
+
+    def unique_key(self, row: CitableRow) -> str | None:
+        """The row's id: two rows under one id would make a citation of either undecidable."""
+        return semantic_id_of(row)
 
     def neutralize(self, text: str) -> tuple[str, int]:
         """``[IPC_420_0]`` and ``[A, B]`` in evidence become ``(IPC_420_0)``, ``(A, B)``."""
-        return squared(_SQUARED_ID_RE, text)
+        return squared(_SQUARED_RE, text, keep=lambda group: not _MARKED_RE.search(group))
 
     def __repr__(self) -> str:
         return "SemanticId()"

@@ -53,8 +53,12 @@ class SourcePage:
         files = {entry.source_file.casefold() for entry in entries if entry.source_file}
 
         def names_a_file(group: str) -> bool:
+            # ``(Source: ...)``, or an admitted file named with a page (``(manual.pdf, p.3)``);
+            # a file name alone in parentheses (``(as the Employee Handbook states)``) is prose.
             folded = group.casefold()
-            return bool(re.search(_SOURCE_WORD, group)) or any(name in folded for name in files)
+            if re.search(_SOURCE_WORD, group):
+                return True
+            return bool(re.search(_PAGE_REF, group)) and any(name in folded for name in files)
 
         return ExactMarkers(
             marker_re=_MARKER_RE,
@@ -86,6 +90,10 @@ class SourcePage:
                 "source_file: cannot be written inside a [Source: file, p.N] marker (no "
                 "brackets, commas, semicolons or sentence ends)"
             )
+        return None
+
+    def unique_key(self, row: CitableRow) -> str | None:
+        """None: a page's marker names every admitted chunk of the page."""
         return None
 
     def neutralize(self, text: str) -> tuple[str, int]:

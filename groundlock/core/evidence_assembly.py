@@ -202,8 +202,18 @@ def _citation_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCo
     grammar = load_ruleset(policy.firewall_ruleset).grammar
     if not grammar.required_fields and grammar.name == "bracket_c":
         return None
+    seen: dict[str, int] = {}
     for index, row in enumerate(bundle.results):
         problem = grammar.row_problem(row)
+        key = grammar.unique_key(row)
+        if problem is None and key is not None:
+            if key in seen:
+                field = "semantic_id" if row.semantic_id is not None else "chunk_id"
+                problem = (
+                    f"{field}: {key!r} already cites results[{seen[key]}]; a {grammar.shape} "
+                    "marker must name one row"
+                )
+            seen.setdefault(key, index)
         if problem is not None:
             return (
                 ReasonCode.INPUT_SCHEMA_INVALID,

@@ -437,3 +437,88 @@ def test_a_file_named_like_the_templates_example_can_be_cited(file: str) -> None
     """The template's example marker names page 7 of a pump manual: citing such a file is no
     repeat of the template (the preset rulesets read those repeats without markers)."""
     _assert_cited(file, 7)
+
+
+# Found by an adversarial review of the grammars ------------------------------------------------
+
+IPC = "Whoever cheats shall be punished with imprisonment which may extend to seven years"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f'"{IPC}, and shall also be liable to fine [sic]" [IPC_420_0].',
+        '"[Whoever] cheats shall be punished with imprisonment" [IPC_420_0].',
+        f"{IPC} [emphasis added] [IPC_420_0].",
+        f"- [x] {IPC}. [IPC_420_0]",
+        f"{IPC} [Repealed in part] [IPC_420_0].",
+    ],
+)
+def test_bracketed_prose_in_legal_quoting_is_not_a_semantic_id(answer: str) -> None:
+    """[sic], editorial insertions and checklists: an id holds a digit or an underscore."""
+    result = judged(SEMANTIC, answer)
+    assert result.validation_status is ValidationStatus.PASSED, result.message
+    assert result.validated_citations == ("C0",)
+
+
+@pytest.mark.parametrize(
+    "lookalike",
+    ["[IP\u0421_420_0]", "[\u0399PC_420_0]", "[\uff29PC_420_0]", "[ IPC_420_1 ]", "[FOO_1, BAR_2]"],
+)
+def test_a_look_alike_id_beside_a_valid_one_is_malformed(lookalike: str) -> None:
+    """Cyrillic, Greek or fullwidth letters in an id, spaces, or a list: never prose."""
+    result = judged(SEMANTIC, f"{IPC} [IPC_420_0]{lookalike}.")
+    assert_rejected(result, ReasonCode.MALFORMED_CITATION)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Privileged access rights shall be reviewed at least every 90 days, as for the CIT-8 "
+        "return [CIT-01].",
+        "Privileged access rights shall be reviewed at least every 90 days (op. cit. 12) [CIT-01].",
+        "Privileged access rights shall be reviewed at least every 90 days for CIT 2023 [CIT-01].",
+    ],
+)
+def test_cit_named_in_prose_is_not_a_marker(answer: str) -> None:
+    """Poland's CIT-8 return, op. cit.: only a marker-shaped CIT is a malformed marker."""
+    result = validate_text(answer, CASES[CIT].bundle(), CIT)
+    assert result.failure_reason is not ReasonCode.MALFORMED_CITATION, result.message
+
+
+@pytest.mark.parametrize("shape", ["(CIT-01)", "CIT-01", "[CIT 01]", "[CIT-01\u2013CIT-03]"])
+def test_marker_shaped_cit_is_still_malformed(shape: str) -> None:
+    result = validate_text(
+        f"Privileged access rights shall be reviewed at least every 90 days {shape}.",
+        CASES[CIT].bundle(),
+        CIT,
+    )
+    assert_rejected(result, ReasonCode.MALFORMED_CITATION)
+
+
+def test_a_file_named_in_parentheses_without_a_page_is_prose() -> None:
+    """A file called Policy: ``(a policy of deterrence)`` is no citation attempt."""
+    bundle = CASES[SOURCE].bundle()
+    bundle["results"][0]["source_file"] = "Policy"
+    answer = (
+        "Replace the hydraulic return filter element every 600 flight hours (a policy of "
+        "deterrence) [Source: Policy, p.14]."
+    )
+    result = validate_text(answer, bundle, SOURCE)
+    assert result.failure_reason is not ReasonCode.MALFORMED_CITATION, result.message
+    named = answer.replace("(a policy of deterrence)", "(Policy, p.14)")
+    assert_rejected(validate_text(named, bundle, SOURCE), ReasonCode.MALFORMED_CITATION)
+
+
+def test_two_rows_under_one_semantic_id_fail_the_input_gate() -> None:
+    """One marker naming two rows would make citing the wrong one undetectable."""
+    bundle = CASES[SEMANTIC].bundle()
+    bundle["results"][2]["semantic_id"] = "IPC_420_0"
+    result = validate_text(f"{IPC} [IPC_420_0].", bundle, SEMANTIC)
+    assert_rejected(result, ReasonCode.INPUT_SCHEMA_INVALID)
+    assert (result.message or "").startswith("results[2].semantic_id: 'IPC_420_0' already cites")
+    # a chunk_id fallback counts too
+    bundle = CASES[SEMANTIC].bundle()
+    bundle["results"][0]["semantic_id"] = "ica-s73-c0"
+    result = validate_text(f"{IPC} [IPC_420_0].", bundle, SEMANTIC)
+    assert (result.message or "").startswith("results[2].chunk_id: 'ica-s73-c0' already cites")
