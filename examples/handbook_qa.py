@@ -7,8 +7,9 @@ this example: maintenance manuals, an inspection record, a safety notice, a conf
 failure investigation and an untagged draft. Each carries its citation metadata and its
 access tags (``business_unit``, ``sensitivity_level``) in a front-matter block.
 
-The script chunks them by paragraph, embeds the chunks offline with a small lexical
-embedding (below), and indexes them in LangChain's ``InMemoryVectorStore``. It then asks
+The script chunks them by paragraph, embeds the chunks offline with groundlock's lexical
+embedding (``groundlock.lakehouse.LexicalEmbeddings``, the default of ``groundlock index``),
+and indexes them in LangChain's ``InMemoryVectorStore``. It then asks
 questions through ``grounded_answer_chain(front=RetrievalFront(...))`` as two principals: a tug
 technician (MARINE, up to INTERNAL) and a safety investigator (every unit, up to
 CONFIDENTIAL). The technician never sees the confidential report or the untagged draft;
@@ -22,18 +23,12 @@ something only for the embedding they were calibrated on.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import math
-import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import yaml
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from groundlock import (
@@ -45,6 +40,7 @@ from groundlock import (
     grounded_answer_chain,
     load_policy,
 )
+from groundlock.lakehouse import LexicalEmbeddings
 
 HERE = Path(__file__).parent / "handbook"
 DOCS = HERE / "docs"
@@ -70,52 +66,6 @@ QUESTIONS = [
     (INVESTIGATOR, "Why did the hydraulic pump of Tug 7 fail?"),
     (TECHNICIAN, "What torque do the slew bearing bolts of the crane need?"),
 ]
-
-_STOPWORDS = frozenset(
-    "a an and are as at be before by do does each every for from had has have how if in is "
-    "it its need needs of on or the their this to was were what when which why with".split()
-)
-
-
-def _stem(word: str) -> str:
-    for ending in ("ing", "ed", "es", "s", "e"):
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
-    return word
-
-
-class LexicalEmbeddings(Embeddings):
-    """Hashed word and word-pair counts, L2-normalised: offline, deterministic, explainable.
-
-    A stand-in for an embedding model that keeps the example free of downloads. Words are
-    lower-cased, stop words dropped and common endings stripped (``failed`` and ``fail``
-    match); each word and each pair of neighbouring words lands in one of ``dimensions``
-    buckets by a stable hash.
-    """
-
-    def __init__(self, dimensions: int = 2048) -> None:
-        self.dimensions = dimensions
-
-    def _terms(self, text: str) -> list[str]:
-        words = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", text)]
-        words = [_stem(w) for w in words if w not in _STOPWORDS]
-        return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
-
-    def _vector(self, text: str) -> list[float]:
-        vector = [0.0] * self.dimensions
-        for term, count in Counter(self._terms(text)).items():
-            bucket = int.from_bytes(hashlib.blake2b(term.encode(), digest_size=4).digest())
-            vector[bucket % self.dimensions] += 1.0 + math.log(count)
-        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-        return [v / norm for v in vector]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """One vector per chunk (no batching needed: nothing leaves the process)."""
-        return [self._vector(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """The question is embedded exactly like a chunk, so cosines compare like with like."""
-        return self._vector(text)
 
 
 def load_chunks(folder: Path) -> list[Document]:

@@ -53,6 +53,7 @@ from groundlock.contracts import (
 from groundlock.core import assemble, build_prompt, validate_answer, validate_text
 from groundlock.core.access import AccessPolicy, Principal, ScoreNormalization
 from groundlock.errors import GroundlockError, PolicyError, TokenizerUnavailableError
+from groundlock.lakehouse import DeltaVectorStore, IndexReport, LexicalEmbeddings, index_documents
 from groundlock.policies import Policy, available_policies, load_policy, lock_policy
 from groundlock.prompts import PromptTemplateError, load_template
 from groundlock.providers import ExtractiveChatModel, ModelPinningError, ProviderUnavailableError
@@ -94,6 +95,7 @@ __all__ = [
     "BuildStatus",
     "Confidence",
     "DeltaAuditStore",
+    "DeltaVectorStore",
     "DropReason",
     "DroppedRow",
     "ExecuteModel",
@@ -105,8 +107,10 @@ __all__ = [
     "GroundingMetrics",
     "GroundlockError",
     "HistoryTurn",
+    "IndexReport",
     "Judged",
     "LLMExecutionResult",
+    "LexicalEmbeddings",
     "MemoryAuditSink",
     "ModelPinningError",
     "Outcome",
@@ -146,6 +150,7 @@ __all__ = [
     "build_prompt",
     "clear_caches",
     "grounded_answer_chain",
+    "index_documents",
     "load_policy",
     "load_template",
     "lock_policy",

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"text"},
     {"contracts", "prompts", "policies"},
     {"core"},
-    {"_lc", "stores"},
+    {"_lc", "stores", "lakehouse"},
     {"providers"},
     {"runnables"},
     {"chains"},

@@ -24,7 +24,8 @@ EXPECTED = {
     "FeedbackRow", "QueryRow", "RecordValidation", "ValidationRow", "AccessPolicy", "Principal",
     "RetrievalFront", "ScoreNormalization", "AuditSink", "MemoryAuditSink", "Answered",
     "Assembled", "Judged", "Outcome", "Prompted", "RunState", "clear_caches", "validate_text",
-    "Confidence", "HistoryTurn", "QueryType",
+    "Confidence", "HistoryTurn", "QueryType", "DeltaVectorStore", "IndexReport",
+    "LexicalEmbeddings", "index_documents",
 }  # fmt: skip
 
 

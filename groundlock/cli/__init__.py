@@ -1,6 +1,7 @@
 """The ``groundlock`` command: serving and the audit trail from a shell.
 
-``groundlock ask`` answers a bundle (or a JSONL batch of them); ``groundlock validate``
+``groundlock ask`` answers a bundle (or a JSONL batch of them), or with ``--index`` a plain
+question from a lakehouse index that ``groundlock index`` wrote; ``groundlock validate``
 judges an existing answer without any model; ``groundlock serve`` serves the chain over
 HTTP; ``groundlock records`` lists, filters and
 shows audit rows, and compacts and vacuums the tables; ``groundlock feedback`` records a
@@ -15,7 +16,8 @@ exit after a read.
 
 This module only assembles the parser and turns errors into exit codes; each command lives
 with its arguments in :mod:`~groundlock.cli.chain` (ask, validate, serve),
-:mod:`~groundlock.cli.records` (records, feedback) or :mod:`~groundlock.cli.report`.
+:mod:`~groundlock.cli.records` (records, feedback), :mod:`~groundlock.cli.lakehouse` (index,
+and ask's ``--index``) or :mod:`~groundlock.cli.report`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from groundlock.cli import chain, records, report
+from groundlock.cli import chain, lakehouse, records, report
 from groundlock.cli._shared import Parser, UsageError
 from groundlock.stores import AuditUnavailable
 
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="groundlock", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
-    for module in (chain, records, report):  # the order of ``groundlock --help``
+    for module in (chain, lakehouse, records, report):  # the order of ``groundlock --help``
         module.add_commands(commands)
+    lakehouse.extend_ask(commands.choices["ask"])
     return parser

@@ -1,0 +1,202 @@
+"""The lakehouse commands: ``index``, and ``ask QUESTION --index PATH``.
+
+``groundlock index SOURCE --index PATH`` chunks and embeds the documents under ``SOURCE``
+(offline, with the lexical embedding) into the Delta tables at ``PATH``; a re-run writes
+only what changed. ``groundlock ask "question" --index PATH`` answers a plain question from
+such an index: R1 (a :class:`~groundlock.RetrievalFront` over a
+:class:`~groundlock.lakehouse.DeltaVectorStore`) in front of the usual chain.
+
+``ask`` keeps its bundle mode (``--bundle``, ``--batch``, stdin); this module adds the
+question and ``--index`` to the same command, so there is one way to ask.
+
+The policy: ``--policy`` when given. Without it, an index built with the lexical embedding
+is answered under :data:`~groundlock.lakehouse.LEXICAL_POLICY` (its gates are calibrated
+for that embedding) and any other under the library's default. A policy whose similarity
+gate is above what the lexical embedding reaches is refused for a lexical index, with a
+hint, rather than left to refuse every question.
+
+Access: the shell user reads the index's tables directly, so ``ask --index`` applies no
+access policy; a served front names its principals (:class:`~groundlock.AccessPolicy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groundlock.cli._shared import Parser, UsageError
+
+if TYPE_CHECKING:
+    from groundlock.lakehouse import DeltaVectorStore
+    from groundlock.policies import Policy
+
+__all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask"]
+
+LEXICAL_GATE_CEILING = 0.5
+"""A top-similarity gate above this refuses nearly every answer from a lexical index: the
+lexical embedding's best cosines for a matching paragraph sit around 0.35 to 0.5."""
+
+
+def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``index`` to the command line."""
+    index = commands.add_parser(
+        "index", help="index documents (Markdown, text, PDF) into Delta tables"
+    )
+    index.add_argument("source", type=Path, help="a folder of documents, or one file")
+    index.add_argument("--index", required=True, help="the index's path or URI")
+    index.add_argument(
+        "--dimensions", type=int, default=2048, help="lexical embedding size (default 2048)"
+    )
+    index.add_argument(
+        "--max-chars", type=int, default=1200, help="longest chunk, in characters (default 1200)"
+    )
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.set_defaults(handler=_index)
+
+
+def extend_ask(ask: argparse.ArgumentParser) -> None:
+    """Give ``ask`` a question and ``--index``; without ``--index`` it answers bundles."""
+    bundle_handler = ask.get_default("handler")
+    ask.add_argument("question", nargs="?", help="with --index: the question to answer")
+    ask.add_argument("--index", help="answer the question from this lakehouse index")
+    ask.add_argument("--top-k", type=int, default=6, help="with --index: rows per answer")
+
+    def handler(args: argparse.Namespace) -> int:
+        if args.index is None:
+            if args.question is not None:
+                raise UsageError("a question needs --index PATH (or pass a bundle instead)")
+            return int(bundle_handler(args))
+        return _ask_index(args)
+
+    ask.set_defaults(handler=handler)
+
+
+def _index(args: argparse.Namespace) -> int:
+    from groundlock.lakehouse import LexicalEmbeddings, index_documents  # noqa: PLC0415
+
+    if args.dimensions < 1 or args.max_chars < 50:
+        raise UsageError("--dimensions must be at least 1 and --max-chars at least 50")
+    if not args.source.exists():
+        raise UsageError(f"no such file or folder: {args.source}")
+    report = index_documents(
+        args.source,
+        args.index,
+        LexicalEmbeddings(args.dimensions),
+        max_chars=args.max_chars,
+    )
+    if args.json:
+        fields = {
+            "index_version": report.index_version,
+            "embedding_model": report.embedding_model,
+            "documents": report.documents,
+            "changed": list(report.changed),
+            "removed": list(report.removed),
+            "chunks_written": report.chunks_written,
+            "chunks_version": report.chunks_version,
+            "embeddings_version": report.embeddings_version,
+            "seconds": round(report.seconds, 3),
+        }
+        sys.stdout.write(json.dumps(fields, indent=2) + "\n")
+        return 0
+    what = (
+        f"{len(report.changed)} (re)indexed, {len(report.removed)} removed, "
+        f"{report.chunks_written} chunks written"
+        if report.wrote
+        else "nothing changed, nothing written"
+    )
+    sys.stdout.write(
+        f"{report.documents} documents: {what}\n"
+        f"index_version {report.index_version} ({report.embedding_model}); "
+        f"Delta versions: chunks {report.chunks_version}, "
+        f"embeddings {report.embeddings_version}\n"
+    )
+    return 0
+
+
+def _policy_for(name: str | None, index_model: str) -> Policy:
+    """The policy to answer under (see the module docstring for the choice)."""
+    from groundlock.errors import GroundlockError  # noqa: PLC0415
+    from groundlock.lakehouse import (  # noqa: PLC0415
+        LEXICAL_EMBEDDING_PREFIX,
+        LEXICAL_POLICY,
+        lexical_policy,
+    )
+    from groundlock.policies import load_policy  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
+
+    lexical = index_model.startswith(LEXICAL_EMBEDDING_PREFIX)
+    try:
+        if name == LEXICAL_POLICY or (name is None and lexical):
+            policy = lexical_policy()
+        else:
+            policy = load_policy(name or DEFAULT_POLICY)
+    except (GroundlockError, ValueError, LookupError, OSError) as exc:
+        raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
+    if lexical and policy.min_top_similarity_score > LEXICAL_GATE_CEILING:
+        raise UsageError(
+            f"policy {policy.policy_version} gates answers at a top similarity of "
+            f"{policy.min_top_similarity_score}, calibrated for a neural embedding; this "
+            f"index was embedded with {index_model}, whose cosines stay below "
+            f"{LEXICAL_GATE_CEILING}, so every question would be refused. Omit --policy "
+            f"(or pass --policy {LEXICAL_POLICY}) to use the lexical calibration"
+        )
+    return policy
+
+
+def _open_index(uri: str) -> DeltaVectorStore:
+    from groundlock.lakehouse import DeltaVectorStore, LexicalEmbeddings  # noqa: PLC0415
+    from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX  # noqa: PLC0415
+
+    probe = DeltaVectorStore(uri, LexicalEmbeddings(), check_model=False)
+    model = probe.embedding_model
+    if model is None:
+        raise UsageError(f"the index at {uri} is empty")
+    if not model.startswith(LEXICAL_EMBEDDING_PREFIX):
+        raise UsageError(
+            f"the index was embedded with {model}; the command line embeds questions only "
+            "with the lexical embedding (use DeltaVectorStore from Python for other models)"
+        )
+    dimensions = int(model.removeprefix(LEXICAL_EMBEDDING_PREFIX))
+    return DeltaVectorStore(uri, LexicalEmbeddings(dimensions))
+
+
+def _ask_index(args: argparse.Namespace) -> int:
+    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.cli.chain import _print_response  # noqa: PLC0415
+    from groundlock.core.access import normalization  # noqa: PLC0415
+    from groundlock.runnables.retrieve import RetrievalFront  # noqa: PLC0415
+
+    if args.bundle is not None or args.batch is not None:
+        raise UsageError("--index answers a question; it does not take --bundle or --batch")
+    if not args.question or not args.question.strip():
+        raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
+    if not 1 <= args.top_k <= 100:
+        raise UsageError("--top-k must be between 1 and 100")
+    try:
+        store = _open_index(args.index)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    model = store.embedding_model or "unknown"
+    policy = _policy_for(args.policy, model)
+    front = RetrievalFront(
+        source=store,
+        index_version=store.index_version,
+        embedding_model=model,
+        normalization=normalization("cosine"),
+        access=None,
+        top_k=args.top_k,
+    )
+    chain_options: dict[str, Any] = {"policy": policy, "front": front}
+    if args.model:
+        chain_options["model"] = args.model
+    if args.store:
+        chain_options["store"] = args.store
+    response = grounded_answer_chain(**chain_options).invoke(args.question)
+    if args.json:
+        sys.stdout.write(response.model_dump_json(indent=2) + "\n")
+    else:
+        _print_response(response)
+    return 1 if response.status.value == "FAILED" else 0

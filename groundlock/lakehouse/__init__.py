@@ -1,0 +1,43 @@
+"""The lakehouse loop's first half: index documents into Delta tables, retrieve from them.
+
+:func:`index_documents` chunks Markdown, text and (with the ``pdf`` extra) PDF files,
+embeds them with any LangChain ``Embeddings`` (by default the offline
+:class:`LexicalEmbeddings`) and writes a chunks table and an embeddings table, incrementally
+by content hash. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over them, so
+``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` answers from the
+index like from any other store.
+
+A room at the level of :mod:`groundlock.stores`: it imports the core's contracts and text
+helpers, never the runnables or the command line.
+"""
+
+from pathlib import Path
+
+from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+from groundlock.lakehouse.indexer import IndexReport, index_documents
+from groundlock.lakehouse.vectorstore import DeltaVectorStore
+from groundlock.policies import Policy, load_policy
+
+__all__ = [
+    "LEXICAL_EMBEDDING_PREFIX",
+    "LEXICAL_POLICY",
+    "DeltaVectorStore",
+    "IndexReport",
+    "LexicalEmbeddings",
+    "index_documents",
+    "lexical_policy",
+]
+
+LEXICAL_POLICY = "LEXICAL_POLICY_V1"
+"""The locked policy for an index embedded with :class:`LexicalEmbeddings`.
+
+``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
+calibrated per embedding, and the lexical embedding's cosines run lower than a neural
+model's. It ships beside this module (with its ``.sha256`` lock), not among the built-in
+policies, because it is meaningful only for this embedding.
+"""
+
+
+def lexical_policy() -> Policy:
+    """:data:`LEXICAL_POLICY`, loaded and checked against its lock."""
+    return load_policy(Path(__file__).with_name(f"{LEXICAL_POLICY}.json"))

@@ -1,0 +1,337 @@
+"""``DeltaVectorStore``: a LangChain ``VectorStore`` over the lakehouse index's Delta tables.
+
+Search is exact (a full cosine scan), not approximate: an audited answer should cite the
+rows an auditor re-running the query would find. The scan streams the embeddings table in
+record batches through delta-rs's query engine and keeps a running top-k, so memory is
+bounded by one batch plus k rows whatever the table's size; filters become the scan's
+``WHERE`` clause, so delta-rs skips files (by their column statistics) and rows before any
+vector is read. Only the top-k chunks' rows are then read from the chunks table.
+
+Documents come back with the chunk's columns as metadata, its access tags spread into
+top-level keys (what :class:`~groundlock.AccessPolicy` checks) and ``knowledge_type``
+also under ``knowledge_type_effective`` (the row field it fills), so
+``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` needs no
+``fields`` mapping. The store is read-only: the index is written by
+:func:`~groundlock.lakehouse.index_documents`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from arro3.core import Array, list_flatten
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+from typing_extensions import override
+
+from groundlock.lakehouse.indexer import (
+    CHUNKS,
+    EMBEDDINGS,
+    FILTER_COLUMNS,
+    INDEX_VERSION_KEY,
+    quote,
+    read_rows,
+)
+
+if TYPE_CHECKING:
+    from arro3.core import RecordBatch
+    from deltalake import DeltaTable
+    from langchain_core.embeddings import Embeddings
+
+__all__ = ["DeltaVectorStore"]
+
+_METADATA_SKIP = frozenset({"chunk_text", "access_tags"})
+
+
+class DeltaVectorStore(VectorStore):
+    """Exact cosine top-k over ``<uri>/embeddings``, texts and citations from ``<uri>/chunks``.
+
+    ``embedding`` must be the model the index was built with (checked against the recorded
+    ``embedding_model`` unless ``check_model=False``). ``storage_options`` go to delta-rs
+    unchanged. The tables are opened at their latest version when the store is created;
+    :meth:`refresh` moves to the newest one.
+
+    ``filter`` (of every search) maps columns of :data:`FILTER_COLUMNS` to a value or a
+    list of values (``{"knowledge_type": ["MANUAL", "NOTICE"], "equipment_id": "T7"}``).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        embedding: Embeddings,
+        *,
+        storage_options: dict[str, str] | None = None,
+        check_model: bool = True,
+    ) -> None:
+        from deltalake import DeltaTable  # noqa: PLC0415
+
+        self.uri = str(uri).rstrip("/")
+        self.embedding = embedding
+        self.storage_options = storage_options
+        for name in (CHUNKS, EMBEDDINGS):
+            if not DeltaTable.is_deltatable(self._uri(name), storage_options=storage_options):
+                raise ValueError(f"no lakehouse index at {self.uri} (no {name} table)")
+        self._chunks: DeltaTable = DeltaTable(self._uri(CHUNKS), storage_options=storage_options)
+        self._vectors: DeltaTable = DeltaTable(
+            self._uri(EMBEDDINGS), storage_options=storage_options
+        )
+        if check_model:
+            from groundlock.lakehouse.indexer import embedding_name  # noqa: PLC0415
+
+            recorded, ours = self.embedding_model, embedding_name(embedding)
+            if recorded not in (None, ours):
+                raise ValueError(
+                    f"the index was embedded with {recorded}, not {ours}: its vectors and "
+                    "the question's would not be comparable"
+                )
+
+    def _uri(self, name: str) -> str:
+        return f"{self.uri}/{name}"
+
+    def refresh(self) -> None:
+        """Read the tables' newest versions (a running service re-reads after re-indexing)."""
+        self._chunks.update_incremental()
+        self._vectors.update_incremental()
+
+    @property
+    @override
+    def embeddings(self) -> Embeddings:
+        return self.embedding
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The model the index's vectors came from (None for an empty index)."""
+        rows = read_rows(self._vectors, "SELECT embedding_model FROM t LIMIT 1")
+        return str(rows[0]["embedding_model"]) if rows else None
+
+    @property
+    def index_version(self) -> str:
+        """The corpus's index version, as the last indexing commit recorded it.
+
+        Content-derived (embedding model and every document's hash), so the same corpus
+        indexed anywhere has the same version; ``delta-v<N>`` for a table written otherwise.
+        """
+        for commit in self._vectors.history(1):
+            value = commit.get(INDEX_VERSION_KEY)
+            if isinstance(value, str) and value:
+                return value
+        return f"delta-v{self._vectors.version()}"
+
+    @property
+    def table_versions(self) -> tuple[int, int]:
+        """The (chunks, embeddings) Delta versions this store reads."""
+        return self._chunks.version(), self._vectors.version()
+
+    # -- search -----------------------------------------------------------------------------
+
+    @staticmethod
+    def where(filter: Mapping[str, Any] | None) -> str:
+        """The scan's ``WHERE`` condition for a search filter ('' for none).
+
+        >>> DeltaVectorStore.where({"knowledge_type": ["A", "B"], "equipment_id": "T'7"})
+        "knowledge_type IN ('A', 'B') AND equipment_id = 'T''7'"
+        """
+        conditions = []
+        for column, wanted in (filter or {}).items():
+            if column not in FILTER_COLUMNS:
+                raise ValueError(
+                    f"cannot filter on {column!r}; filterable: {', '.join(FILTER_COLUMNS)}"
+                )
+            if isinstance(wanted, str):
+                conditions.append(f"{column} = {quote(wanted)}")
+            elif isinstance(wanted, Iterable) and not isinstance(wanted, Mapping):
+                values = [str(v) for v in wanted]
+                if not values:
+                    return "FALSE"
+                conditions.append(f"{column} IN ({', '.join(quote(v) for v in values)})")
+            else:
+                raise TypeError(f"filter {column!r}: a string or a list of strings")
+        return " AND ".join(conditions)
+
+    def top_k(
+        self,
+        vector: Sequence[float],
+        k: int,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, str, float]]:
+        """(chunk_id, content_sha256, cosine) of the ``k`` best rows, best first.
+
+        Ties are broken by chunk id, so the order is the same however the table is split
+        into files and batches.
+        """
+        from deltalake import QueryBuilder  # noqa: PLC0415
+
+        if k < 1:
+            return []
+        query = np.asarray(vector, dtype=np.float64)
+        query32 = query.astype(np.float32)
+        query_norm = float(np.linalg.norm(query))
+        condition = self.where(filter)
+        sql = "SELECT chunk_id, content_sha256, embedding FROM t"
+        if condition:
+            sql += f" WHERE {condition}"
+        best_scores = np.empty(0, dtype=np.float64)
+        best_ids: list[tuple[str, str]] = []
+        reader = QueryBuilder().register("t", self._vectors).execute(sql)
+        for batch in reader:
+            if batch.num_rows == 0:
+                continue
+            matrix = _matrix(batch, query.size)
+            # A float32 pass picks the candidates, with a margin far above float32's error;
+            # only they are scored exactly in float64, so the result is the exact top-k.
+            rough = _rough_cosines(matrix, query32, query_norm)
+            floor = rough[_best(rough, k)].min() if rough.size > k else -np.inf
+            if len(best_ids) >= k:  # only what can still enter the running top-k
+                floor = max(floor, best_scores.min())
+            keep = np.flatnonzero(rough >= floor - _MARGIN)
+            if keep.size == 0:
+                continue
+            scores = _cosines(matrix[keep], query, query_norm)
+            picked = batch.take(Array.from_numpy(keep.astype(np.uint64)))
+            ids = picked.column("chunk_id").to_pylist()
+            hashes = picked.column("content_sha256").to_pylist()
+            best_scores = np.concatenate([best_scores, scores])
+            best_ids.extend((str(i), str(h)) for i, h in zip(ids, hashes, strict=True))
+            if len(best_ids) > k:
+                order = _ranked(best_scores, [c for c, _ in best_ids])[:k]
+                best_scores = best_scores[order]
+                best_ids = [best_ids[i] for i in order]
+        order = _ranked(best_scores, [c for c, _ in best_ids])[:k]
+        return [(best_ids[i][0], best_ids[i][1], float(best_scores[i])) for i in order]
+
+    def similarity_search_by_vector_with_score(
+        self,
+        embedding: Sequence[float],
+        k: int = 4,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` chunks nearest ``embedding`` by cosine, with their cosines."""
+        hits = self.top_k(embedding, k, filter)
+        if not hits:
+            return []
+        listed = ", ".join(quote(chunk_id) for chunk_id, _, _ in hits)
+        rows = {
+            str(row["chunk_id"]): row
+            for row in read_rows(
+                self._chunks,
+                f"SELECT * FROM t WHERE chunk_id IN ({listed})",  # noqa: S608  (quoted ids)
+            )
+        }
+        found: list[tuple[Document, float]] = []
+        for chunk_id, digest, score in hits:
+            row = rows.get(chunk_id)
+            if row is None or row["content_sha256"] != digest:
+                continue  # a re-index in flight: the vector's chunk is gone or replaced
+            found.append((_document(row), score))
+        return found
+
+    @override
+    def similarity_search_with_score(
+        self,
+        query: str,
+        k: int = 4,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` chunks nearest the question by cosine (raw cosines, in [-1, 1])."""
+        return self.similarity_search_by_vector_with_score(
+            self.embedding.embed_query(query), k, filter
+        )
+
+    @override
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    @override
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return [
+            doc
+            for doc, _ in self.similarity_search_by_vector_with_score(
+                embedding, k, kwargs.get("filter")
+            )
+        ]
+
+    @override
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        raise NotImplementedError(
+            "DeltaVectorStore is read-only; write the index with groundlock.index_documents"
+        )
+
+    @classmethod
+    @override
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaVectorStore:
+        raise NotImplementedError(
+            "DeltaVectorStore is read-only; index documents with groundlock.index_documents"
+        )
+
+
+_MARGIN = 1e-3
+"""How far below the k-th rough (float32) cosine a row is still rescored exactly; float32
+cosines of unit-scale vectors err by about 1e-6 for thousands of dimensions."""
+
+
+def _matrix(batch: RecordBatch, dimension: int) -> np.ndarray:
+    """The batch's vectors as a (rows, dimension) float32 matrix, without copying."""
+    flat = list_flatten(batch.column("embedding")).to_numpy()
+    rows = batch.num_rows
+    if flat.size != rows * dimension:
+        raise ValueError(f"the index's vectors do not have the question's dimension {dimension}")
+    return np.asarray(flat, dtype=np.float32).reshape(rows, dimension)
+
+
+def _rough_cosines(matrix: np.ndarray, query: np.ndarray, query_norm: float) -> np.ndarray:
+    """Cosines in float32: fast, and only used to pick the rows scored exactly."""
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * np.float32(query_norm)
+    dots = matrix @ query
+    return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
+
+
+def _cosines(rows: np.ndarray, query: np.ndarray, query_norm: float) -> np.ndarray:
+    """Each row's exact cosine with the query in float64 (0 for a zero vector)."""
+    matrix = rows.astype(np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * query_norm
+    dots = matrix @ query
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, ties at the cut included (unordered)."""
+    if scores.size <= k:
+        return np.arange(scores.size)
+    threshold = np.partition(scores, scores.size - k)[scores.size - k]
+    return np.flatnonzero(scores >= threshold)
+
+
+def _ranked(scores: np.ndarray, ids: list[str]) -> list[int]:
+    """Positions by descending score, then ascending id."""
+    return sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+
+
+def _document(row: Mapping[str, Any]) -> Document:
+    metadata = {k: v for k, v in row.items() if k not in _METADATA_SKIP and v is not None}
+    tags = json.loads(str(row.get("access_tags") or "{}"))
+    if isinstance(tags, dict):
+        metadata |= {str(k): v for k, v in tags.items() if k not in metadata}
+    metadata["knowledge_type_effective"] = row["knowledge_type"]
+    return Document(id=str(row["chunk_id"]), page_content=str(row["chunk_text"]), metadata=metadata)
