@@ -18,6 +18,7 @@ from groundlock.runnables.package import PackageResponse
 from groundlock.runnables.record import RecordValidation
 from groundlock.runnables.retrieve import RetrievalFront
 from groundlock.runnables.validate import ValidateAnswer
+from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.delta import DeltaAuditStore
 from groundlock.stores.sink import AuditSink
 
@@ -35,6 +36,7 @@ def grounded_answer_chain(
     store: AuditSink | str | os.PathLike[str] | None = None,
     judge: BaseChatModel | str | Runnable[Any, Any] | None = None,
     front: RetrievalFront | None = None,
+    archive: EvidenceArchive | str | os.PathLike[str] | None = None,
 ) -> RunnableSequence[Any, Any]:
     """A retrieval bundle in (or, with a ``front``, a question), a public response out.
 
@@ -61,6 +63,11 @@ def grounded_answer_chain(
     :class:`~groundlock.runnables.record.RecordValidation` runs between R5 and R6: every
     request's validation and query rows are durable before its response is packaged, and a
     request whose rows cannot be made durable fails closed with ``AUDIT_WRITE_FAILED``.
+
+    With an ``archive`` too (an :class:`~groundlock.stores.archive.EvidenceArchive`, or a
+    path or URI of its own Delta table), each request's evidence, prompt and raw model text
+    are archived before its audit rows, for ``groundlock replay`` and ``records show``. It
+    is off by default: the archive holds text the firewall refused, and is never served.
 
     >>> chain = grounded_answer_chain()
     >>> [step.name for step in chain.steps]
@@ -92,8 +99,15 @@ def grounded_answer_chain(
         ),
         ValidateAnswer(policy=loaded, judge=judge),
     ]
+    if archive is not None and store is None:
+        raise ValueError("an evidence archive needs a store: it is written with the trail")
     if store is not None:
         audit = store if isinstance(store, AuditSink) else DeltaAuditStore(store)
-        steps.append(RecordValidation(store=audit, policy=loaded))
+        kept = (
+            archive
+            if archive is None or isinstance(archive, EvidenceArchive)
+            else EvidenceArchive(archive)
+        )
+        steps.append(RecordValidation(store=audit, policy=loaded, archive=kept))
     steps.append(PackageResponse(policy=loaded))
     return RunnableSequence(*steps, name=CHAIN_NAME)

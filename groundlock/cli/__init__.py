@@ -26,7 +26,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from groundlock.cli import chain, lakehouse, records, report
+from groundlock.cli import chain, evaluate, lakehouse, records, replay, report
 from groundlock.cli._shared import Parser, UsageError
 from groundlock.stores import AuditUnavailable
 
@@ -57,5 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     for module in (chain, lakehouse, records, report):  # the order of ``groundlock --help``
         module.add_commands(commands)
+    replay.add_commands(commands)
+    evaluate.add_commands(commands)
     lakehouse.extend_ask(commands.choices["ask"])
     return parser

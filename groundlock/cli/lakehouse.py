@@ -32,8 +32,9 @@ from groundlock.cli._shared import Parser, UsageError
 if TYPE_CHECKING:
     from groundlock.lakehouse import DeltaVectorStore
     from groundlock.policies import Policy
+    from groundlock.runnables.retrieve import RetrievalFront
 
-__all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask"]
+__all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask", "index_front"]
 
 LEXICAL_GATE_CEILING = 0.5
 """A top-similarity gate above this refuses nearly every answer from a lexical index: the
@@ -163,32 +164,46 @@ def _open_index(uri: str) -> DeltaVectorStore:
     return DeltaVectorStore(uri, LexicalEmbeddings(dimensions))
 
 
-def _ask_index(args: argparse.Namespace) -> int:
-    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
-    from groundlock.cli.chain import _print_response  # noqa: PLC0415
+def index_front(index: str, top_k: int, policy_name: str | None) -> tuple[RetrievalFront, Policy]:
+    """R1 over the Delta index at ``index`` and the policy to answer under, for the shell.
+
+    ``ask --index`` and ``eval`` both answer questions from an index; they open it, embed
+    with its recorded lexical model, and pick the policy the same way (see the module).
+
+    Raises:
+        UsageError: a bad top_k, an empty or unusable index, a policy refused for it.
+    """
     from groundlock.core.access import normalization  # noqa: PLC0415
     from groundlock.runnables.retrieve import RetrievalFront  # noqa: PLC0415
 
-    if args.bundle is not None or args.batch is not None:
-        raise UsageError("--index answers a question; it does not take --bundle or --batch")
-    if not args.question or not args.question.strip():
-        raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
-    if not 1 <= args.top_k <= 100:
+    if not 1 <= top_k <= 100:
         raise UsageError("--top-k must be between 1 and 100")
     try:
-        store = _open_index(args.index)
+        store = _open_index(index)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     model = store.embedding_model or "unknown"
-    policy = _policy_for(args.policy, model)
+    policy = _policy_for(policy_name, model)
     front = RetrievalFront(
         source=store,
         index_version=store.index_version,
         embedding_model=model,
         normalization=normalization("cosine"),
         access=None,
-        top_k=args.top_k,
+        top_k=top_k,
     )
+    return front, policy
+
+
+def _ask_index(args: argparse.Namespace) -> int:
+    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.cli.chain import _print_response  # noqa: PLC0415
+
+    if args.bundle is not None or args.batch is not None:
+        raise UsageError("--index answers a question; it does not take --bundle or --batch")
+    if not args.question or not args.question.strip():
+        raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
+    front, policy = index_front(args.index, args.top_k, args.policy)
     chain_options: dict[str, Any] = {"policy": policy, "front": front}
     if args.model:
         chain_options["model"] = args.model

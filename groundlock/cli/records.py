@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime
 from typing import Any
@@ -24,7 +25,11 @@ from groundlock.cli._shared import (
     table_lines,
     where,
 )
-from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, ValidationRow
+from groundlock.contracts.assembly import AnswerBundle
+from groundlock.contracts.audit_rows import EvidenceRow, FeedbackRow, QueryRow, ValidationRow
+from groundlock.core.firewall.parsed import parse_answer
+from groundlock.policies.ruleset import load_ruleset
+from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.delta import sql_text
 
 __all__ = ["add_commands"]
@@ -50,6 +55,11 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     show = actions.add_parser("show", help="one request's whole audit record")
     show.add_argument("request_id")
     store_option(show)
+    show.add_argument(
+        "--archive",
+        default=os.environ.get("GROUNDLOCK_ARCHIVE"),
+        help="the evidence archive, to quote rejected sentences (default $GROUNDLOCK_ARCHIVE)",
+    )
     show.set_defaults(handler=_show)
 
     compact = actions.add_parser("compact", help="merge small files (rows unchanged)")
@@ -102,8 +112,65 @@ def _show(args: argparse.Namespace) -> int:
     if not record["validations"] and not record["queries"]:
         sys.stderr.write(f"groundlock: no audit record for request {args.request_id!r}\n")
         return 1
+    rejections = _rejections(
+        [ValidationRow.model_validate(v, strict=False) for v in record["validations"]],
+        args.archive,
+        condition,
+    )
+    if rejections:
+        record["rejected_sentences"] = rejections
     sys.stdout.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return 0
+
+
+def _rejections(
+    validations: list[ValidationRow], archive_uri: str | None, condition: str
+) -> list[dict[str, Any]]:
+    """For each FAILED run's findings: the rule, its reason and the sentence it fired on.
+
+    The trail holds only the sentence's number (it never quotes a refused answer); its
+    text comes from the evidence archive's raw model text, segmented by the ruleset's own
+    segmenter exactly as R5 did, so number ``n`` is R5's sentence ``n``.
+    """
+    failed = [v for v in validations if v.validation_status == "FAILED" and v.firewall_findings]
+    if not failed:
+        return []
+    archived: dict[str, EvidenceRow] = {}
+    if archive_uri:
+        archive = EvidenceArchive(archive_uri)
+        if archive.exists():
+            archived = {row.run_id or "": row for row in archive.select(condition)}
+    out = []
+    for row in failed:
+        evidence = archived.get(row.run_id or "")
+        sentences = _sentences(evidence, row.firewall_ruleset) if evidence else None
+        for label in row.firewall_findings or ():
+            rule, reason, mode, where = label.rsplit(":", 3)
+            number = None if where == "-" else int(where)
+            entry: dict[str, Any] = {
+                "run_id": row.run_id, "rule": rule, "reason": reason, "mode": mode,
+                "sentence": number,
+            }  # fmt: skip
+            if sentences is None:
+                entry["text"] = None
+                entry["note"] = "the sentence text is not archived"
+            elif number is None:
+                entry["text"] = None
+                entry["note"] = "the finding is about the whole answer"
+            else:
+                entry["text"] = sentences.get(number)
+            out.append(entry)
+    return out
+
+
+def _sentences(evidence: EvidenceRow, ruleset_name: str | None) -> dict[int, str]:
+    """The archived answer's sentences by R5's 1-based number, as R5 segmented them."""
+    bundle = AnswerBundle.model_validate_json(evidence.answer_bundle_json)
+    ruleset = load_ruleset(ruleset_name or "firewall_v1")
+    entries = {e.anchor: e for e in bundle.selected_evidence}
+    grammar = ruleset.grammar.bound(bundle.selected_evidence)
+    parsed = parse_answer(evidence.raw_model_text, entries, grammar, ruleset.segmenter)
+    return {sentence.number: sentence.raw for sentence in parsed.sentences}
 
 
 def _compact(args: argparse.Namespace) -> int:

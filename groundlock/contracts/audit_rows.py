@@ -19,7 +19,14 @@ from typing import Annotated, ClassVar, Self, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 from pydantic import Field as PydanticField
 
-__all__ = ["FeedbackRow", "QueryRow", "TableRow", "UtcTimestamp", "ValidationRow"]
+__all__ = [
+    "EvidenceRow",
+    "FeedbackRow",
+    "QueryRow",
+    "TableRow",
+    "UtcTimestamp",
+    "ValidationRow",
+]
 
 
 def _utc(value: datetime) -> datetime:
@@ -247,3 +254,39 @@ class FeedbackRow(TableRow):
     rating: Annotated[int, PydanticField(ge=1, le=5)]
     """1 (wrong or useless) to 5 (correct and complete)."""
     comment: Annotated[str, StringConstraints(max_length=4000)] | None
+
+
+class EvidenceRow(TableRow):
+    """One request's evidence, for the opt-in archive (never the trail, never a response).
+
+    What replays R3-R5 without the model: the evidence exactly as the prompt held it (after
+    R2 and PB4's pruning), the prompt messages and the model's raw text. The text columns
+    are unbounded on purpose: a cut prompt or answer could not prove its sha256 again, and
+    :meth:`TableRow.fitted` is never applied to this row.
+    """
+
+    table: ClassVar[str] = "evidence"
+
+    request_id: _Id | None
+    run_id: _Id | None
+    status: _Id
+    """The request's final status, as the trail records it."""
+    failure_reason: _Id | None
+    policy_version: _Id
+    policy_sha256: _Id
+    prompt_sha256: _Id | None
+    """Null when no prompt was built (a FAILED or NO_EVIDENCE request)."""
+    model_name: _Id | None
+    answer_bundle_json: str
+    """The ``AnswerBundle`` the prompt was built from, as JSON."""
+    prompt_messages_json: str | None
+    """The prompt messages as a JSON list of ``[role, content]``."""
+    raw_model_text: str
+    """The model's reply exactly as received (R5's input)."""
+    groundlock_version: _Id
+
+    def key(self) -> tuple[str, str] | None:
+        """``(request_id, run_id)``, the key it shares with the trail's rows."""
+        if self.request_id is None:
+            return None
+        return (self.request_id, self.run_id or "")

@@ -5,7 +5,9 @@ embeds them with any LangChain ``Embeddings`` (by default the offline
 :class:`LexicalEmbeddings`) and writes a chunks table and an embeddings table, incrementally
 by content hash. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over them, so
 ``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` answers from the
-index like from any other store.
+index like from any other store. :func:`run_eval` closes the loop: it answers a gold set
+through a chain, scores it deterministically and logs the scores to a Delta table
+(:mod:`groundlock.lakehouse.evaluation`).
 
 A room at the level of :mod:`groundlock.stores`: it imports the core's contracts and text
 helpers, never the runnables or the command line.
@@ -14,6 +16,16 @@ helpers, never the runnables or the command line.
 from pathlib import Path
 
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+from groundlock.lakehouse.evaluation import (
+    EvalItem,
+    EvalRow,
+    RunSummary,
+    compare,
+    read_eval_log,
+    run_eval,
+    set_review,
+    summary,
+)
 from groundlock.lakehouse.indexer import IndexReport, index_documents
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.policies import Policy, load_policy
@@ -22,10 +34,18 @@ __all__ = [
     "LEXICAL_EMBEDDING_PREFIX",
     "LEXICAL_POLICY",
     "DeltaVectorStore",
+    "EvalItem",
+    "EvalRow",
     "IndexReport",
     "LexicalEmbeddings",
+    "RunSummary",
+    "compare",
     "index_documents",
     "lexical_policy",
+    "read_eval_log",
+    "run_eval",
+    "set_review",
+    "summary",
 ]
 
 LEXICAL_POLICY = "LEXICAL_POLICY_V1"

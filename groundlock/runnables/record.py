@@ -23,6 +23,7 @@ from groundlock.core.audit import audit_rows
 from groundlock.core.firewall import verdict_problem
 from groundlock.core.skipped import refailed
 from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
+from groundlock.stores.archive import EvidenceArchive, evidence_row
 from groundlock.stores.sink import AuditSink, AuditUnavailable
 
 __all__ = ["RecordValidation"]
@@ -47,6 +48,9 @@ class RecordValidation(StateStage[Judged, Judged]):
     runs_on = ALL_OUTCOMES
     store: Any
     """The :class:`~groundlock.stores.AuditSink` the rows go to (a Delta store by default)."""
+    archive: EvidenceArchive | None = None
+    """The opt-in evidence archive; off (None) by default. Written before the trail, so a
+    request whose evidence cannot be archived is recorded, and answered, as failed."""
 
     @field_validator("store")
     @classmethod
@@ -59,6 +63,14 @@ class RecordValidation(StateStage[Judged, Judged]):
     @override
     def _run(self, state: Judged, config: RunnableConfig) -> Judged:
         metadata: Any = config.get("metadata") or {}
+        if self.archive is not None:
+            try:
+                self.archive.record(evidence_row(state, version=__version__))
+            except AuditUnavailable as exc:
+                # The kind of fault only: nothing of the archived row reaches a log line.
+                logger.error("request failed closed: %s", exc)  # noqa: TRY400
+                message = "audit: the request's evidence could not be archived"
+                state = refailed(state, ReasonCode.AUDIT_WRITE_FAILED, message)
         validation, query = audit_rows(state, metadata, version=__version__, policy=self.policy)
         try:
             self.store.record(validation, query)

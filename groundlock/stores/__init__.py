@@ -5,6 +5,7 @@ here for readers of the tables.
 """
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, ValidationRow
+from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.delta import DeltaAuditStore
 from groundlock.stores.sink import AuditSink, AuditUnavailable, MemoryAuditSink
 
@@ -12,6 +13,7 @@ __all__ = [
     "AuditSink",
     "AuditUnavailable",
     "DeltaAuditStore",
+    "EvidenceArchive",
     "FeedbackRow",
     "MemoryAuditSink",
     "QueryRow",

@@ -1,0 +1,153 @@
+"""The evaluation commands: ``eval DATASET``, ``eval review`` and ``eval compare``.
+
+``groundlock eval DATASET.jsonl --index PATH`` answers a gold set (see
+:mod:`groundlock.lakehouse.evaluation` for its lines and its scores) from a lakehouse index,
+under the same policy choice as ``ask --index``, appends the scored rows to the evaluation
+log at ``--store`` (a Delta table's path or URI; default ``$GROUNDLOCK_EVAL_STORE``) and
+prints the run's summary. Without a store it scores and prints, and writes nothing.
+
+``groundlock eval review RUN_ID ITEM_ID --status approved|rejected --reviewer NAME`` records
+a human review of one item; ``groundlock eval compare RUN_A RUN_B`` prints the two runs'
+summaries side by side and the items whose outcome changed (``--html`` writes the same as
+an HTML section, for a report).
+
+One ``eval`` command with a first word rather than three commands: ``eval DATASET`` is the
+common case and reads as the issue names it; ``review`` and ``compare`` are not dataset
+names a gold set would have.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from groundlock.cli._shared import Parser, UsageError
+
+__all__ = ["add_commands"]
+
+_VERBS = ("review", "compare")
+
+
+def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``eval`` to the command line."""
+    parser = commands.add_parser(
+        "eval",
+        help="evaluate a gold set against an index; review or compare runs",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="DATASET | review RUN_ID ITEM_ID | compare RUN_A RUN_B",
+        help="a JSONL gold set to evaluate, or a review or compare",
+    )
+    parser.add_argument("--index", help="eval: the lakehouse index to answer from")
+    parser.add_argument("--policy", help="eval: the policy (default: as ask --index chooses)")
+    parser.add_argument("--model", help="eval: a provider:model (default the offline model)")
+    parser.add_argument("--top-k", type=int, default=6, help="eval: rows per answer")
+    parser.add_argument("--run-id", help="eval: the run's id (default a fresh one)")
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("GROUNDLOCK_EVAL_STORE"),
+        help="the evaluation log's path or URI (default $GROUNDLOCK_EVAL_STORE)",
+    )
+    parser.add_argument("--status", choices=("approved", "rejected"), help="review: verdict")
+    parser.add_argument("--reviewer", help="review: who reviewed")
+    parser.add_argument("--html", type=Path, help="compare: also write an HTML section here")
+    parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    words: list[str] = args.words
+    if words[0] == "review":
+        return _review(args, words[1:])
+    if words[0] == "compare":
+        return _compare(args, words[1:])
+    if len(words) != 1:
+        raise UsageError("eval takes one dataset (or: review RUN ITEM, compare RUN_A RUN_B)")
+    return _evaluate(args, Path(words[0]))
+
+
+def _evaluate(args: argparse.Namespace, dataset: Path) -> int:
+    from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.cli.lakehouse import index_front  # noqa: PLC0415
+    from groundlock.lakehouse.evaluation import (  # noqa: PLC0415
+        format_summary,
+        load_dataset,
+        run_eval,
+        summary,
+        summary_json,
+    )
+
+    if args.index is None:
+        raise UsageError("eval DATASET needs --index PATH")
+    if not dataset.is_file():
+        raise UsageError(f"no such dataset: {dataset}")
+    items = load_dataset(dataset)
+    front, policy = index_front(args.index, args.top_k, args.policy)
+    chain = (
+        grounded_answer_chain(policy=policy, front=front, model=args.model)
+        if args.model
+        else grounded_answer_chain(policy=policy, front=front)
+    )
+    rows = run_eval(items, chain, run_id=args.run_id, table_uri=args.store)
+    summaries = summary(rows)
+    if args.json:
+        sys.stdout.write(summary_json(summaries) + "\n")
+        return 0
+    sys.stdout.write(format_summary(summaries) + "\n")
+    where = f"appended to {args.store}" if args.store else "not written (no --store)"
+    sys.stdout.write(f"run {rows[0].run_id if rows else '-'}: {len(rows)} rows {where}\n")
+    return 0
+
+
+def _need_store(args: argparse.Namespace) -> str:
+    if not args.store:
+        raise UsageError("no evaluation log: pass --store URI or set GROUNDLOCK_EVAL_STORE")
+    return str(args.store)
+
+
+def _review(args: argparse.Namespace, words: list[str]) -> int:
+    from groundlock.lakehouse.evaluation import set_review  # noqa: PLC0415
+
+    if len(words) != 2 or args.status is None or not args.reviewer:
+        raise UsageError("eval review RUN_ID ITEM_ID --status approved|rejected --reviewer NAME")
+    try:
+        set_review(_need_store(args), words[0], words[1], args.status, args.reviewer)
+    except LookupError as exc:
+        sys.stderr.write(f"groundlock: {exc}\n")
+        return 1
+    sys.stdout.write(f"{words[0]} {words[1]}: {args.status} by {args.reviewer}\n")
+    return 0
+
+
+def _compare(args: argparse.Namespace, words: list[str]) -> int:
+    from groundlock.lakehouse.evaluation import (  # noqa: PLC0415
+        compare,
+        comparison_html,
+        format_summary,
+        read_eval_log,
+        summary_json,
+    )
+
+    if len(words) != 2:
+        raise UsageError("eval compare RUN_A RUN_B")
+    try:
+        summaries, changes = compare(read_eval_log(_need_store(args)), words[0], words[1])
+    except LookupError as exc:
+        sys.stderr.write(f"groundlock: {exc}\n")
+        return 1
+    if args.html is not None:
+        args.html.write_text(comparison_html(summaries, changes), encoding="utf-8")
+    if args.json:
+        sys.stdout.write(summary_json(summaries) + "\n")
+        return 0
+    sys.stdout.write(format_summary(summaries) + "\n")
+    if changes:
+        sys.stdout.write("items that changed:\n" + "".join(f"  {c}\n" for c in changes))
+    else:
+        sys.stdout.write("no item changed\n")
+    return 0

@@ -1,0 +1,531 @@
+"""The lakehouse loop's evaluation: run a gold set through the chain, score it, log it to Delta.
+
+``003``'s evaluation log. A dataset is JSON Lines, one :class:`EvalItem` a line: a question
+(answered through the chain's retrieval front) or a retrieval bundle, the gold answer, the
+chunks an answer is expected to cite and whether the question is answerable from the
+corpus. :func:`run_eval` answers every item and scores it *deterministically*, so two runs
+of the same chain over the same index give the same numbers and a difference between two
+runs is the policy's, the model's or the index's, never the scorer's:
+
+- ``citation_precision``: the share of the chunks the answer cites that were expected
+  (null when it cites none);
+- ``citation_recall``: the share of the expected chunks the answer cites (null when none
+  are expected);
+- ``refusal_correct``: an answerable item answered OK, or an unanswerable one refused with
+  ``NO_EVIDENCE``; a FAILED request is never correct;
+- ``passed``: refusal correct and, for an answered item with expected citations, every
+  expected chunk cited (recall 1.0). A strict bar, so a pass rate is comparable;
+- the firewall's verdict (``PASSED``/``FAILED``) and its first enforced reason, and the
+  mean support coverage of the answer's sentences (R5's grounding metrics).
+
+Expected citations are **chunk ids** (``<document>#<paragraph>``, as
+:func:`~groundlock.lakehouse.index_documents` assigns them), not knowledge ids: a document
+holds several chunks, and a citation of the wrong paragraph of the right document is the
+error the precision should show. The gold answer is kept for the reviewer, not scored: a
+string match on free text would be neither deterministic in meaning nor fair to a model
+that words it differently. A human review (``review_status``, ``reviewer``,
+``reviewed_at``; null until :func:`set_review`) is the judgement of the answer's content.
+
+The scorer drives the chain without its last stage (R6) to keep the R5 verdict (the
+``Judged`` state: firewall findings, support coverage, the pinned model and the index
+version), then packages the public response with R6 itself. The chain is treated as an
+opaque ``RunnableSequence``: this module sits below the runnables and never imports them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Self
+
+from langchain_core.runnables import Runnable, RunnableSequence
+from pydantic import BaseModel, ConfigDict, StringConstraints, model_validator
+from pydantic import Field as PydanticField
+
+from groundlock.contracts.audit_rows import TableRow, UtcTimestamp
+from groundlock.contracts.response import PublicResponse
+from groundlock.contracts.state import Judged
+from groundlock.stores.arrow import arrow_schema, to_arrow
+
+__all__ = [
+    "EVAL_TABLE",
+    "EvalItem",
+    "EvalRow",
+    "RunSummary",
+    "compare",
+    "comparison_html",
+    "format_summary",
+    "load_dataset",
+    "read_eval_log",
+    "run_eval",
+    "score",
+    "set_review",
+    "summary",
+    "summary_json",
+    "write_eval_log",
+]
+
+EVAL_TABLE = "eval_log"
+"""The evaluation log's table name (its directory under a store root)."""
+
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+_Text = Annotated[str, StringConstraints(max_length=100_000)]
+_Share = Annotated[float, PydanticField(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class EvalItem(BaseModel):
+    """One line of a gold set: a question (or a bundle), its gold answer and citations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: _Id
+    question: str | None = None
+    """A plain question, answered through the chain's retrieval front."""
+    bundle: dict[str, Any] | None = None
+    """A retrieval bundle, answered by the chain's stages after the front (if any)."""
+    gold_answer: str | None = None
+    """What a correct answer says; kept for the reviewer, not scored."""
+    expected_citations: tuple[str, ...] = ()
+    """Chunk ids a correct answer cites (empty for an unanswerable item)."""
+    answerable: bool
+
+    @model_validator(mode="after")
+    def _one_input(self) -> Self:
+        if (self.question is None) == (self.bundle is None):
+            raise ValueError("an item has exactly one of question and bundle")
+        if not self.answerable and self.expected_citations:
+            raise ValueError("an unanswerable item expects no citations")
+        return self
+
+
+class EvalRow(TableRow):
+    """One scored item of one evaluation run: a row of the ``eval_log`` Delta table.
+
+    A :class:`TableRow` like the audit rows, so its Arrow schema derives from its fields.
+    """
+
+    table: ClassVar[str] = EVAL_TABLE
+    key_fields: ClassVar[tuple[str, ...]] = ("run_id", "item_id")
+
+    run_id: _Id
+    item_id: _Id
+    question: _Text | None
+    gold_answer: _Text | None
+    answerable: bool
+    status: _Id
+    """The public status: OK, NO_EVIDENCE or FAILED."""
+    failure_reason: _Id | None
+    answer: _Text
+    """The model output as the chain returned it (the validated answer or the refusal)."""
+    actual_citations: tuple[_Id, ...]
+    """The chunk ids the answer cites, in order of first use."""
+    expected_citations: tuple[_Id, ...]
+    citation_precision: _Share | None
+    citation_recall: _Share | None
+    refusal_correct: bool
+    passed: bool
+    firewall_verdict: _Id | None
+    """R5's validation status (PASSED/FAILED); null when no verdict was reached."""
+    firewall_reason: _Id | None
+    """Why R5's verdict failed: its first enforced finding, or the upstream stage's reason
+    it passed through; null when it passed."""
+    firewall_ruleset: _Id | None
+    support_coverage: _Share | None
+    """Mean share of content words of the answer's sentences found in what they cite."""
+    policy_version: _Id | None
+    model_name: _Id | None
+    index_version: _Id | None
+    embedding_model: _Id | None
+    latency_ms: Annotated[float, PydanticField(ge=0, allow_inf_nan=False)]
+    """Wall time of the item through the chain, retrieval included."""
+    review_status: _Id | None = None
+    reviewer: _Id | None = None
+    reviewed_at: UtcTimestamp | None = None
+
+
+# -- the dataset ------------------------------------------------------------------------------
+
+
+def load_dataset(path: str | Path) -> list[EvalItem]:
+    """The items of a JSON Lines gold set (blank lines and ``#`` lines skipped)."""
+    items: list[EvalItem] = []
+    for number, line in enumerate(Path(path).read_text("utf-8").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            items.append(EvalItem.model_validate_json(line))
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: {exc}") from None
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: item ids are not unique")
+    return items
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+
+def score(
+    item: EvalItem, status: str, actual: Sequence[str]
+) -> tuple[float | None, float | None, bool, bool]:
+    """``(precision, recall, refusal_correct, passed)`` of one answer (see the module doc)."""
+    cited = set(actual)
+    expected = set(item.expected_citations)
+    hits = len(cited & expected)
+    precision = hits / len(cited) if cited else None
+    recall = hits / len(expected) if expected else None
+    refusal_correct = (item.answerable and status == "OK") or (
+        not item.answerable and status == "NO_EVIDENCE"
+    )
+    passed = refusal_correct and (status != "OK" or recall is None or recall == 1.0)
+    return precision, recall, refusal_correct, passed
+
+
+def _split(chain: RunnableSequence[Any, Any]) -> tuple[Runnable[Any, Any], Runnable[Any, Any]]:
+    steps = list(chain.steps)
+    if len(steps) < 2:
+        raise ValueError("the chain has no R6 stage to package its answers")
+    return RunnableSequence(*steps[:-1]), steps[-1]
+
+
+def _without_front(chain: RunnableSequence[Any, Any]) -> RunnableSequence[Any, Any]:
+    steps = list(chain.steps)
+    if steps and str(getattr(steps[0], "name", "")).startswith("R1."):
+        steps = steps[1:]
+    return RunnableSequence(*steps)
+
+
+def _answer(
+    chain: RunnableSequence[Any, Any], item: EvalItem, request_id: str
+) -> tuple[PublicResponse, Judged | None]:
+    if item.question is not None:
+        to_judge, package = _split(chain)
+        stage_input: object = {"user_question": item.question, "request_id": request_id}
+    else:
+        to_judge, package = _split(_without_front(chain))
+        stage_input = {"request_id": request_id, **(item.bundle or {})}
+    state = to_judge.invoke(stage_input)
+    response = package.invoke(state)
+    if not isinstance(response, PublicResponse):
+        raise TypeError("the chain's last stage did not return a PublicResponse")
+    return response, state if isinstance(state, Judged) else None
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    found = list(values)
+    return sum(found) / len(found) if found else None
+
+
+def _row(
+    item: EvalItem, run_id: str, response: PublicResponse, judged: Judged | None, ms: float
+) -> EvalRow:
+    anchors = judged.bundle.anchor_map if judged is not None else {}
+    actual = tuple(anchors.get(c.anchor, c.knowledge_id) for c in response.citations)
+    status = response.status.value
+    precision, recall, refusal_correct, passed = score(item, status, actual)
+    validation = judged.validation if judged is not None else None
+    enforced = [f for f in validation.findings if f.mode == "enforce"] if validation else []
+    reason = (
+        validation.failure_reason or (enforced[0].reason if enforced else None)
+        if validation is not None
+        else None
+    )
+    trace = judged.bundle.trace if judged is not None else None
+    return EvalRow.fitted(
+        {
+            "record_id": uuid.uuid4().hex,
+            "timestamp_utc": datetime.now(UTC),
+            "run_id": run_id,
+            "item_id": item.id,
+            "question": item.question,
+            "gold_answer": item.gold_answer,
+            "answerable": item.answerable,
+            "status": status,
+            "failure_reason": response.failure_reason.value if response.failure_reason else None,
+            "answer": response.answer,
+            "actual_citations": actual,
+            "expected_citations": item.expected_citations,
+            "citation_precision": precision,
+            "citation_recall": recall,
+            "refusal_correct": refusal_correct,
+            "passed": passed,
+            "firewall_verdict": validation.validation_status.value if validation else None,
+            "firewall_reason": reason.value if reason is not None else None,
+            "firewall_ruleset": validation.firewall_ruleset if validation else None,
+            "support_coverage": _mean(validation.grounding_metrics.support_coverage)
+            if validation
+            else None,
+            "policy_version": judged.policy_version if judged is not None else None,
+            "model_name": response.model_used
+            or (judged.execution.model_name if judged is not None else None),
+            "index_version": trace.index_version if trace is not None else None,
+            "embedding_model": trace.embedding_model if trace is not None else None,
+            "latency_ms": ms,
+        }
+    )
+
+
+def run_eval(
+    dataset: Iterable[EvalItem] | str | Path,
+    chain: RunnableSequence[Any, Any],
+    *,
+    run_id: str | None = None,
+    table_uri: str | Path | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> list[EvalRow]:
+    """Answer and score every item with ``chain`` (a :func:`grounded_answer_chain`).
+
+    ``dataset`` is the items or a JSONL path. With ``table_uri`` the rows are appended to
+    the Delta evaluation log there (created on first use) in one commit. Request ids are
+    ``<run_id>:<item id>``, so the audit trail of a chain with a store ties back to the run.
+    """
+    items = load_dataset(dataset) if isinstance(dataset, str | Path) else list(dataset)
+    run = run_id or f"eval-{uuid.uuid4().hex[:12]}"
+    rows: list[EvalRow] = []
+    for item in items:
+        started = time.perf_counter()
+        response, judged = _answer(chain, item, f"{run}:{item.id}")
+        ms = (time.perf_counter() - started) * 1000.0
+        rows.append(_row(item, run, response, judged, ms))
+    if table_uri is not None:
+        write_eval_log(rows, table_uri, storage_options=storage_options)
+    return rows
+
+
+# -- the Delta table ----------------------------------------------------------------------------
+
+
+def write_eval_log(
+    rows: Sequence[EvalRow],
+    table_uri: str | Path,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> None:
+    """Append ``rows`` to the evaluation log (one commit; the table is created if absent).
+
+    Not append-only (unlike the audit tables): a review updates its row in place.
+    """
+    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
+
+    uri = str(table_uri)
+    options = dict(storage_options) if storage_options else None
+    if not DeltaTable.is_deltatable(uri, storage_options=options):
+        DeltaTable.create(uri, arrow_schema(EvalRow), mode="ignore", storage_options=options)
+    if rows:
+        table = DeltaTable(uri, storage_options=options)
+        write_deltalake(table, to_arrow(EvalRow, list(rows)), mode="append")
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def read_eval_log(
+    table_uri: str | Path,
+    run_id: str | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> list[EvalRow]:
+    """The rows of the log (of one run, with ``run_id``), by run, then item, then time.
+
+    Read through delta-rs's own query engine, never pyarrow.
+    """
+    from deltalake import DeltaTable, QueryBuilder  # noqa: PLC0415
+
+    table = DeltaTable(str(table_uri), storage_options=dict(storage_options or {}) or None)
+    columns = list(EvalRow.model_fields)
+    sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
+    if run_id is not None:
+        sql += f" WHERE run_id = {_sql_text(run_id)}"
+    sql += " ORDER BY run_id, item_id, timestamp_utc"
+    result = QueryBuilder().register("t", table).execute(sql).read_all()
+    values = [column.to_pylist() for column in result.columns]
+    return [
+        EvalRow.model_validate(dict(zip(columns, row, strict=True)), strict=False)
+        for row in zip(*values, strict=True)
+    ]
+
+
+def set_review(
+    table_uri: str | Path,
+    run_id: str,
+    item_id: str,
+    status: Literal["approved", "rejected"],
+    reviewer: str,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> int:
+    """Record a human review of one item of one run (a Delta update); the rows updated.
+
+    Raises ``LookupError`` when the run has no such item, so a typo is not a silent no-op.
+    """
+    from deltalake import DeltaTable  # noqa: PLC0415
+
+    if status not in {"approved", "rejected"}:
+        raise ValueError("a review is approved or rejected")
+    if not reviewer.strip():
+        raise ValueError("a review names its reviewer")
+    table = DeltaTable(str(table_uri), storage_options=dict(storage_options or {}) or None)
+    result = table.update(
+        new_values={
+            "review_status": status,
+            "reviewer": reviewer,
+            "reviewed_at": datetime.now(UTC),
+        },
+        predicate=f"run_id = {_sql_text(run_id)} AND item_id = {_sql_text(item_id)}",
+    )
+    updated = int(result.get("num_updated_rows", 0))
+    if not updated:
+        raise LookupError(f"run {run_id} has no item {item_id}")
+    return updated
+
+
+# -- summaries ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The aggregates of one run (under one policy, model and index version)."""
+
+    run_id: str
+    policy_version: str | None
+    model_name: str | None
+    index_version: str | None
+    answers: int
+    answered: int
+    """Items answered OK."""
+    refusal_accuracy: float
+    """Share of items whose answer-or-refuse decision was correct."""
+    citation_precision: float | None
+    citation_recall: float | None
+    support_coverage: float | None
+    pass_rate: float
+    reviewed: int
+    approved: int
+
+
+def summary(rows: Iterable[EvalRow]) -> list[RunSummary]:
+    """One :class:`RunSummary` per run and policy/model/index version, in run order."""
+    groups: dict[tuple[str, str | None, str | None, str | None], list[EvalRow]] = {}
+    for row in rows:
+        key = (row.run_id, row.policy_version, row.model_name, row.index_version)
+        groups.setdefault(key, []).append(row)
+    summaries = []
+    for (run_id, policy, model, index), group in groups.items():
+        count = len(group)
+        summaries.append(
+            RunSummary(
+                run_id=run_id,
+                policy_version=policy,
+                model_name=model,
+                index_version=index,
+                answers=count,
+                answered=sum(row.status == "OK" for row in group),
+                refusal_accuracy=sum(row.refusal_correct for row in group) / count,
+                citation_precision=_mean(
+                    r.citation_precision for r in group if r.citation_precision is not None
+                ),
+                citation_recall=_mean(
+                    r.citation_recall for r in group if r.citation_recall is not None
+                ),
+                support_coverage=_mean(
+                    r.support_coverage for r in group if r.support_coverage is not None
+                ),
+                pass_rate=sum(row.passed for row in group) / count,
+                reviewed=sum(row.review_status is not None for row in group),
+                approved=sum(row.review_status == "approved" for row in group),
+            )
+        )
+    return summaries
+
+
+def compare(rows: Iterable[EvalRow], run_a: str, run_b: str) -> tuple[list[RunSummary], list[str]]:
+    """The summaries of two runs, and the items whose outcome differs between them.
+
+    An item differs when its status, its pass or its cited chunks differ: the lines a
+    reviewer reads first when a policy, model or index version changed.
+    """
+    kept = [row for row in rows if row.run_id in {run_a, run_b}]
+    by_run: dict[str, dict[str, EvalRow]] = {run_a: {}, run_b: {}}
+    for row in kept:
+        by_run[row.run_id][row.item_id] = row
+    for run in (run_a, run_b):
+        if not by_run[run]:
+            raise LookupError(f"no rows for run {run}")
+    changes = []
+    for item_id in sorted(by_run[run_a].keys() | by_run[run_b].keys()):
+        a, b = by_run[run_a].get(item_id), by_run[run_b].get(item_id)
+        if a is None or b is None:
+            changes.append(f"{item_id}: only in {run_a if b is None else run_b}")
+        elif (a.status, a.passed, a.actual_citations) != (b.status, b.passed, b.actual_citations):
+            changes.append(
+                f"{item_id}: {a.status}{'' if a.passed else ' (fail)'} -> "
+                f"{b.status}{'' if b.passed else ' (fail)'}"
+            )
+    order = {run_a: 0, run_b: 1}
+    return sorted(summary(kept), key=lambda s: order[s.run_id]), changes
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+_HEADER = (
+    "run", "policy", "model", "index", "answers", "answered", "refusals ok", "precision",
+    "recall", "coverage", "pass rate", "reviewed",
+)  # fmt: skip
+
+
+def _cells(item: RunSummary) -> list[str]:
+    return [
+        item.run_id,
+        item.policy_version or "-",
+        item.model_name or "-",
+        item.index_version or "-",
+        str(item.answers),
+        str(item.answered),
+        _share(item.refusal_accuracy),
+        _share(item.citation_precision),
+        _share(item.citation_recall),
+        _share(item.support_coverage),
+        _share(item.pass_rate),
+        f"{item.reviewed} ({item.approved} approved)",
+    ]
+
+
+def format_summary(summaries: Sequence[RunSummary]) -> str:
+    """A console table of the summaries, one line per run."""
+    table = [list(_HEADER), *(_cells(item) for item in summaries)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_HEADER))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    ]
+    return "\n".join(lines)
+
+
+def comparison_html(summaries: Sequence[RunSummary], changes: Sequence[str] = ()) -> str:
+    """An HTML ``<section>`` comparing runs (for a report), every value escaped."""
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in _HEADER)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in _cells(item)) + "</tr>"
+        for item in summaries
+    )
+    changed = "".join(f"<li>{html.escape(line)}</li>" for line in changes)
+    return (
+        '<section class="evaluation"><h2>Evaluation</h2>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        + (f"<h3>Items that changed</h3><ul>{changed}</ul>" if changes else "")
+        + "</section>"
+    )
+
+
+def summary_json(summaries: Sequence[RunSummary]) -> str:
+    """The summaries as JSON (for ``--json`` and for scripts)."""
+    return json.dumps([item.__dict__ for item in summaries], indent=2)

@@ -1,0 +1,148 @@
+"""``groundlock replay`` and ``records show --archive``, on real Delta tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundlock import grounded_answer_chain
+from groundlock.cli import main
+from groundlock.cli.replay import replay_row
+from groundlock.policies.loader import load_policy
+from groundlock.stores import DeltaAuditStore
+from groundlock.stores.archive import EvidenceArchive
+from tests.builders import make_bundle, make_row
+from tests.fakes.chat import ScriptedChatModel
+
+SEAL = "Replace the seal every 500 hours."
+UNSUPPORTED = "Replace the seal every 600 hours. [C0]"
+"""Passed by R2_POLICY_V1's firewall, refused by V2's (UNSUPPORTED_VALUE)."""
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _pruned_bundle() -> dict[str, object]:
+    """A bundle whose prompt PB4 prunes by one entry under R2_POLICY_V1."""
+    rows = [
+        make_row(i, chunk_text=f"Section {i} says the pump housing must be inspected. " * 30)
+        for i in range(6)
+    ]
+    return make_bundle(rows, request_id="pruned", user_question="pump " * 200)
+
+
+@pytest.fixture(scope="module")
+def archived(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    root = tmp_path_factory.mktemp("replay")
+    store = DeltaAuditStore(root / "audit")
+    archive = EvidenceArchive(root / "evidence")
+    v1 = grounded_answer_chain(store=store, archive=archive, policy="R2_POLICY_V1")
+    for number in range(3):
+        v1.invoke(make_bundle(request_id=f"ok-{number}"))
+    v1.invoke(make_bundle(request_id="refused", results=[make_row(0, similarity=0.01)]))
+    pruned = v1.invoke(_pruned_bundle())
+    assert pruned.status.value == "OK"
+    seal = make_bundle([make_row(0, chunk_text=SEAL)], request_id="value")
+    grounded_answer_chain(
+        store=store, archive=archive, policy="R2_POLICY_V1",
+        model=ScriptedChatModel(text=UNSUPPORTED),
+    ).invoke(seal)  # fmt: skip
+    grounded_answer_chain(
+        store=store, archive=archive, policy="R2_POLICY_V2",
+        model=ScriptedChatModel(text=UNSUPPORTED),
+    ).invoke({**seal, "request_id": "rejected"})  # fmt: skip
+    store.close()
+    return str(root / "audit"), str(root / "evidence")
+
+
+def test_the_pruned_request_was_pruned(archived: tuple[str, str]) -> None:
+    (row,) = EvidenceArchive(archived[1]).select("request_id = 'pruned'")
+    bundle = json.loads(row.answer_bundle_json)
+    assert len(bundle["selected_evidence"]) == 5
+    assert bundle["metrics"]["drop_counts"]["DROP_PROMPT_BUDGET"] == 1
+
+
+def test_replay_reproduces_every_archived_prompt_sha256(archived: tuple[str, str]) -> None:
+    rows = EvidenceArchive(archived[1]).select()
+    assert len(rows) == 7
+    built = [row for row in rows if row.prompt_sha256 is not None]
+    assert {row.request_id for row in built} >= {"ok-0", "ok-1", "ok-2", "pruned", "value"}
+    for row in rows:
+        replayed = replay_row(row)
+        assert replayed.sha256_reproduced, row.request_id
+        assert replayed.again == replayed.archived, row.request_id
+
+
+def test_replay_command_proves_the_sha256_and_the_verdicts(
+    archived: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "replay", "--archive", archived[1])
+    assert code == 0, out
+    assert "7 request(s) replayed; 6 prompt sha256 reproduced, 0 mismatched" in out
+    assert "7 verdict(s) reproduced" in out
+    assert "MISMATCH" not in out
+
+
+def test_replay_with_a_policy_reports_the_verdicts_it_would_change(
+    archived: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "replay", "--archive", archived[1], "--policy", "R2_POLICY_V2")
+    assert code == 0, out
+    assert "policy impact of R2_POLICY_V2:" in out
+    changed = [line.split() for line in out.splitlines() if line.startswith("value")]
+    assert changed == [["value", "OK", "FAILED/UNSUPPORTED_VALUE"]]
+    assert "1 of 7 verdict(s) would change" in out
+    # And back: V1 would let the answer V2 refused through.
+    rows = EvidenceArchive(archived[1]).select("request_id = 'rejected'")
+    replayed = replay_row(rows[0], load_policy("R2_POLICY_V1"))
+    assert (replayed.again, replayed.other) == (("FAILED", "UNSUPPORTED_VALUE"), ("OK", None))
+
+
+def test_replay_finds_a_prompt_that_does_not_reproduce(
+    archived: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (row,) = EvidenceArchive(archived[1]).select("request_id = 'ok-0'")
+    assert not replay_row(row.model_copy(update={"prompt_sha256": "0" * 64})).sha256_reproduced
+
+
+def test_replay_needs_an_archive(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GROUNDLOCK_ARCHIVE", raising=False)
+    code, _, err = _run(capsys, "replay")
+    assert code == 2
+    assert "no archive" in err
+
+
+def test_show_quotes_the_rejected_sentence_and_the_rule(
+    archived: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, archive = archived
+    code, out, _ = _run(
+        capsys, "records", "show", "rejected", "--store", store, "--archive", archive
+    )
+    assert code == 0
+    (finding,) = json.loads(out)["rejected_sentences"]
+    assert finding["rule"] == "unsupported_value"
+    assert finding["reason"] == "UNSUPPORTED_VALUE"
+    assert finding["sentence"] == 1
+    assert finding["text"] == UNSUPPORTED
+
+
+def test_show_without_an_archive_says_the_text_is_not_archived(
+    archived: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GROUNDLOCK_ARCHIVE", raising=False)
+    code, out, _ = _run(capsys, "records", "show", "rejected", "--store", archived[0])
+    assert code == 0
+    (finding,) = json.loads(out)["rejected_sentences"]
+    assert finding["text"] is None
+    assert finding["note"] == "the sentence text is not archived"
+    assert UNSUPPORTED not in out  # the trail never quotes the refused sentence
+    code, out, _ = _run(capsys, "records", "show", "ok-0", "--store", archived[0])
+    assert "rejected_sentences" not in json.loads(out)
