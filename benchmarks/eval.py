@@ -48,14 +48,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         index_documents(HANDBOOK / "docs", f"{root}/index", LexicalEmbeddings())
         store = DeltaVectorStore(f"{root}/index", LexicalEmbeddings())
-        front = RetrievalFront(
-            source=store,
-            index_version=store.index_version,
-            embedding_model=store.embedding_model or "unknown",
-            normalization="cosine",
-            access=None,
-            top_k=6,
-        )
+        front = RetrievalFront.over_index(store, top_k=6)
         chain = grounded_answer_chain(front=front, policy=lexical_policy())
         run_eval(gold[:2], chain, run_id="warm-up")  # first-call caches (policy, tokenizer)
         started = time.perf_counter()

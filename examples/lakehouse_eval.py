@@ -49,14 +49,7 @@ def main() -> None:
             f"(index_version {report.index_version})"
         )
         store = DeltaVectorStore(f"{root}/index", LexicalEmbeddings())
-        front = RetrievalFront(
-            source=store,
-            index_version=store.index_version,
-            embedding_model=store.embedding_model or "unknown",
-            normalization="cosine",
-            access=None,
-            top_k=6,
-        )
+        front = RetrievalFront.over_index(store, top_k=6)
         log = f"{root}/eval_log"
         for run_id, policy in (
             ("lexical", lexical_policy()),

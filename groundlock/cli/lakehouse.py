@@ -173,7 +173,6 @@ def index_front(index: str, top_k: int, policy_name: str | None) -> tuple[Retrie
     Raises:
         UsageError: a bad top_k, an empty or unusable index, a policy refused for it.
     """
-    from groundlock.core.access import normalization  # noqa: PLC0415
     from groundlock.runnables.retrieve import RetrievalFront  # noqa: PLC0415
 
     if not 1 <= top_k <= 100:
@@ -182,17 +181,8 @@ def index_front(index: str, top_k: int, policy_name: str | None) -> tuple[Retrie
         store = _open_index(index)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    model = store.embedding_model or "unknown"
-    policy = _policy_for(policy_name, model)
-    front = RetrievalFront(
-        source=store,
-        index_version=store.index_version,
-        embedding_model=model,
-        normalization=normalization("cosine"),
-        access=None,
-        top_k=top_k,
-    )
-    return front, policy
+    policy = _policy_for(policy_name, store.embedding_model or "unknown")
+    return RetrievalFront.over_index(store, top_k=top_k), policy
 
 
 def _ask_index(args: argparse.Namespace) -> int:

@@ -53,6 +53,7 @@ from groundlock.core.access import (
 )
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.core.prompt_build import checked_question
+from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.runnables._stage import PolicyStage
 from groundlock.text.tokens import get_token_counter
 
@@ -144,6 +145,25 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     _base_kwargs: dict[str, Any] = PrivateAttr(default_factory=dict)
     _relevance: Callable[[float], float] | None = PrivateAttr(default=None)
     _strategy: str = PrivateAttr(default="")
+
+    @classmethod
+    def over_index(
+        cls, store: DeltaVectorStore, *, top_k: int = 8, access: AccessPolicy | None = None
+    ) -> RetrievalFront:
+        """R1 over a groundlock Delta index: its version and model come from its tables.
+
+        A Delta index records the embedding model and ``index_version`` it was built with,
+        and its scores are cosines; the front takes all three from it, so a bundle always
+        names the index it was answered from.
+        """
+        return cls(
+            source=store,
+            index_version=store.index_version,
+            embedding_model=store.embedding_model or "unknown",
+            normalization=normalization("cosine"),
+            access=access,
+            top_k=top_k,
+        )
 
     @field_validator("normalization", mode="before")
     @classmethod

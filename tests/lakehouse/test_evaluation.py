@@ -80,14 +80,7 @@ def test_an_item_has_one_input_and_no_citations_when_unanswerable():
 
 def _front(index: str) -> RetrievalFront:
     store = DeltaVectorStore(index, LexicalEmbeddings())
-    return RetrievalFront(
-        source=store,
-        index_version=store.index_version,
-        embedding_model=store.embedding_model or "unknown",
-        normalization="cosine",
-        access=None,
-        top_k=6,
-    )
+    return RetrievalFront.over_index(store, top_k=6)
 
 
 @pytest.fixture
