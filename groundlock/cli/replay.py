@@ -1,17 +1,17 @@
-"""``groundlock replay``: re-run R3-R5 on archived requests, and measure a policy's impact.
+"""``groundlock replay``: re-run R2-R5 on archived requests, and measure a policy's impact.
 
 For each row of the evidence archive (:class:`~groundlock.stores.archive.EvidenceArchive`)
-the prompt is built again from the archived evidence under the archived policy, and its
-sha256 must be the archived one: the proof that the prompt bytes a model saw are the
-bytes groundlock says it built. The archived raw model text is then judged again by R5
-under the same policy (the same verdict is expected). With ``--policy P`` it is judged
-under P too, and every verdict P would change is listed: ``000``'s policy impact
-measurement, without calling any model.
+R2 runs again on the archived retrieval bundle and the prompt is built again under the
+archived policy, and its sha256 must be the archived one: the proof that the prompt bytes
+a model saw are the bytes groundlock says it built from that input. The archived raw model
+text is then judged again by R5 under the same policy (the same verdict is expected). With
+``--policy P`` the request goes through R2-R5 under P too, and every verdict P would change
+is listed: ``000``'s policy impact measurement (admission gates, prompt budget and
+firewall), without calling any model. P's model would have written another answer to
+another prompt; what is measured is how P judges the answer that was given.
 
-The evidence is the one the prompt held (R2's selection after PB4's pruning), so R2 is not
-re-run: under ``--policy`` the impact measured is R3's and R5's (prompt and firewall),
-over the same evidence. Exit 1 when a prompt sha256 or an original verdict is not
-reproduced; a policy's changes are a finding, not a failure.
+Exit 1 when a prompt sha256 or an original verdict is not reproduced; a policy's changes
+are a finding, not a failure.
 """
 
 from __future__ import annotations
@@ -20,20 +20,23 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from groundlock.cli._shared import Parser, UsageError, range_options, sql_time, table_lines
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.audit_rows import EvidenceRow
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.execution import LLMExecutionResult
+from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.contracts.state import Assembled
+from groundlock.core.evidence_assembly import assemble
 from groundlock.core.firewall import validate_answer
 from groundlock.core.prompt_build import build_prompt
-from groundlock.policies.loader import load_policy
+from groundlock.policies.loader import available_policies, load_policy
 from groundlock.policies.model import Policy
 from groundlock.stores.archive import EvidenceArchive
 
-__all__ = ["Replayed", "add_commands", "replay_row"]
+__all__ = ["Replayed", "add_commands", "archived_policy", "replay_row"]
 
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -47,7 +50,15 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         help="the evidence archive's path or URI (default $GROUNDLOCK_ARCHIVE)",
     )
     range_options(replay)
-    replay.add_argument("--policy", metavar="NAME", help="also judge under this policy")
+    replay.add_argument(
+        "--policy", metavar="NAME_OR_PATH", help="also judge under this policy (name or file)"
+    )
+    replay.add_argument(
+        "--policy-dir",
+        metavar="DIR",
+        type=Path,
+        help="where archived policies that are not built in are found (as <version>.json)",
+    )
     replay.set_defaults(handler=_replay)
 
 
@@ -74,17 +85,23 @@ class Replayed:
 def _judge(row: EvidenceRow, policy: Policy) -> tuple[str | None, tuple[str, str | None]]:
     """The rebuilt prompt's sha256 and the (status, reason) ``policy`` gives the archived text.
 
-    The archived evidence is re-stamped with ``policy``'s identity (a state refuses a bundle
-    of another policy); the evidence itself is unchanged. A request whose prompt is not
-    built OK (no evidence, a question or budget ``policy`` refuses) gets R3's outcome: no
-    model text would have been judged.
+    R2 runs again under ``policy`` on the archived retrieval bundle, so its admission gates
+    (similarity floor, caps, knowledge types) are measured too. A row archived without one
+    (R2 refused its input, or the row predates the column) replays from the archived
+    evidence, re-stamped with ``policy``'s identity (a state refuses a bundle of another
+    policy). A request whose prompt is not built OK (no evidence, a question or budget
+    ``policy`` refuses) gets R2's or R3's outcome: no model text would have been judged.
     """
-    bundle = AnswerBundle.model_validate_json(row.answer_bundle_json)
-    trace = bundle.trace.model_copy(
-        update={"policy_version": policy.policy_version, "policy_sha256": policy.policy_sha256}
-    )
-    bundle = bundle.model_copy(update={"trace": trace})
-    prompted = build_prompt(Assembled.of(bundle), policy)
+    if row.retrieval_bundle_json is not None:
+        retrieval = RetrievalBundle.model_validate_json(row.retrieval_bundle_json)
+        assembled = Assembled.of(assemble(retrieval, policy), retrieval)
+    else:
+        bundle = AnswerBundle.model_validate_json(row.answer_bundle_json)
+        trace = bundle.trace.model_copy(
+            update={"policy_version": policy.policy_version, "policy_sha256": policy.policy_sha256}
+        )
+        assembled = Assembled.of(bundle.model_copy(update={"trace": trace}))
+    prompted = build_prompt(assembled, policy)
     if prompted.status is not GenerationStatus.OK:
         outcome = prompted.outcome
         return prompted.prompt.prompt_sha256, (
@@ -97,15 +114,32 @@ def _judge(row: EvidenceRow, policy: Policy) -> tuple[str | None, tuple[str, str
     return prompted.prompt.prompt_sha256, (verdict.generation_status.value, reason)
 
 
-def replay_row(row: EvidenceRow, other: Policy | None = None) -> Replayed:
+def archived_policy(version: str, sha256: str, policy_dir: Path | None = None) -> Policy:
+    """The policy a request was archived under: built in, or ``<version>.json`` in ``policy_dir``.
+
+    Raises ``ValueError`` when it cannot be found, or when its locked file no longer has the
+    archived sha256: a replay under another policy would prove nothing.
+    """
+    if version in available_policies():
+        policy = load_policy(version)
+    elif policy_dir is not None and (policy_dir / f"{version}.json").is_file():
+        policy = load_policy(policy_dir / f"{version}.json")
+    else:
+        raise ValueError(f"policy {version} is not built in; pass --policy-dir with its file")
+    if policy.policy_sha256 != sha256:
+        raise ValueError(f"policy {version} is not the one archived (sha256 differs)")
+    return policy
+
+
+def replay_row(
+    row: EvidenceRow, other: Policy | None = None, *, policy_dir: Path | None = None
+) -> Replayed:
     """Replay one archived request under its own policy (and ``other``, if given).
 
-    Raises ``ValueError`` when the archived policy's locked file no longer has the archived
-    sha256: the replay would prove nothing.
+    Raises ``ValueError`` when the archived policy cannot be found or is not the one
+    archived (see :func:`archived_policy`), or needs a support judge.
     """
-    policy = load_policy(row.policy_version)
-    if policy.policy_sha256 != row.policy_sha256:
-        raise ValueError(f"policy {row.policy_version} is not the one archived (sha256 differs)")
+    policy = archived_policy(row.policy_version, row.policy_sha256, policy_dir)
     if policy.support_judge is not None or (other is not None and other.support_judge):
         raise ValueError("a policy with a support judge cannot be replayed without its judge")
     rebuilt, again = _judge(row, policy)
@@ -132,7 +166,14 @@ def _replay(args: argparse.Namespace) -> int:
     if args.until:
         conditions.append(f"timestamp_utc < {sql_time(args.until)}")
     rows = EvidenceArchive(args.archive).select(" AND ".join(conditions))
-    results = [replay_row(row, other) for row in rows]
+    results: list[Replayed] = []
+    unreplayable = 0
+    for row in rows:
+        try:
+            results.append(replay_row(row, other, policy_dir=args.policy_dir))
+        except ValueError as exc:  # this row cannot be replayed; the others still are
+            unreplayable += 1
+            sys.stdout.write(f"CANNOT REPLAY {row.request_id}: {exc}\n")
     mismatched = [r for r in results if not r.sha256_reproduced]
     # A request that failed after R5 (the audit write) keeps its recorded status: only
     # R5's own verdict is compared.
@@ -153,6 +194,8 @@ def _replay(args: argparse.Namespace) -> int:
         f"{len(results)} request(s) replayed; {proven} prompt sha256 reproduced, "
         f"{len(mismatched)} mismatched; {len(results) - len(drifted)} verdict(s) reproduced\n"
     )
+    if unreplayable:
+        sys.stdout.write(f"{unreplayable} request(s) could not be replayed\n")
     if other is not None:
         changed = [r for r in results if r.other is not None and r.other != r.again]
         table = [[r.request_id or "-", _show(r.again), _show(r.other or r.again)] for r in changed]
@@ -160,7 +203,7 @@ def _replay(args: argparse.Namespace) -> int:
         for line in table_lines(["request_id", "old", "new"], table):
             sys.stdout.write(line + "\n")
         sys.stdout.write(f"{len(changed)} of {len(results)} verdict(s) would change\n")
-    return 1 if mismatched or drifted else 0
+    return 1 if mismatched or drifted or unreplayable else 0
 
 
 def _show(pair: tuple[str, str | None]) -> str:

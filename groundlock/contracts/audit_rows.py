@@ -259,8 +259,9 @@ class FeedbackRow(TableRow):
 class EvidenceRow(TableRow):
     """One request's evidence, for the opt-in archive (never the trail, never a response).
 
-    What replays R3-R5 without the model: the evidence exactly as the prompt held it (after
-    R2 and PB4's pruning), the prompt messages and the model's raw text. The text columns
+    What replays R2-R5 without the model: R2's input as it was read, the evidence exactly as
+    the prompt held it (after R2 and PB4's pruning), the prompt messages and the model's raw
+    text. The text columns
     are unbounded on purpose: a cut prompt or answer could not prove its sha256 again, and
     :meth:`TableRow.fitted` is never applied to this row.
     """
@@ -277,6 +278,10 @@ class EvidenceRow(TableRow):
     prompt_sha256: _Id | None
     """Null when no prompt was built (a FAILED or NO_EVIDENCE request)."""
     model_name: _Id | None
+    retrieval_bundle_json: str | None = None
+    """R2's input (the ``RetrievalBundle``) as JSON: replay runs R2 again from it, so a
+    policy's admission gates are measured too. Null when R2 refused the input, and in rows
+    archived before the column existed."""
     answer_bundle_json: str
     """The ``AnswerBundle`` the prompt was built from, as JSON."""
     prompt_messages_json: str | None

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Self, TypeVar
 
+from pydantic import Field
+
 from groundlock.contracts._base import Contract
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.enums import (
@@ -34,6 +36,7 @@ from groundlock.contracts.enums import (
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.prompt import PromptBuildResult
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.contracts.validation import ValidationResult
 
 __all__ = ["Answered", "Assembled", "Judged", "Outcome", "Prompted", "RunState"]
@@ -109,6 +112,10 @@ class Assembled(RunState):
 
     bundle: AnswerBundle
     """The evidence as it stands: R3 may prune it to fit the prompt budget."""
+    retrieval: RetrievalBundle | None = Field(default=None, exclude=True)
+    """R2's input as it was read (None when R2 refused it): what the opt-in evidence
+    archive keeps so that ``groundlock replay`` can run R2 again. Held by reference and
+    left out of the state's serialisation: only an archive writes it, to its own table."""
 
     def _check(self) -> None:
         super()._check()
@@ -117,6 +124,11 @@ class Assembled(RunState):
             raise ValueError("the bundle answers another request")
         if bundle.trace.policy_sha256 != self.policy_sha256:
             raise ValueError("the bundle was assembled under another policy")
+        retrieval = self.retrieval
+        if retrieval is not None and (
+            retrieval.request_id != self.request_id or retrieval.run_id != self.run_id
+        ):
+            raise ValueError("the retrieval bundle is another request's")
         if bundle.assembly_status is AssemblyStatus.FAILED and self.status is not _FAILED:
             raise ValueError("a FAILED bundle fails the request")
         if bundle.assembly_status is AssemblyStatus.NO_EVIDENCE and self.status is _OK_STATUS:
@@ -129,7 +141,7 @@ class Assembled(RunState):
             raise ValueError("before a verdict, NO_EVIDENCE means the evidence is NO_EVIDENCE")
 
     @classmethod
-    def of(cls, bundle: AnswerBundle) -> Assembled:
+    def of(cls, bundle: AnswerBundle, retrieval: RetrievalBundle | None = None) -> Assembled:
         """The state R2 leaves: its outcome is the bundle's status."""
         status = {
             AssemblyStatus.OK: GenerationStatus.OK,
@@ -148,6 +160,7 @@ class Assembled(RunState):
             policy_sha256=bundle.trace.policy_sha256,
             outcome=outcome,
             bundle=bundle,
+            retrieval=retrieval,
         )
 
     def prompted(

@@ -13,8 +13,6 @@ A room at the level of :mod:`groundlock.stores`: it imports the core's contracts
 helpers, never the runnables or the command line.
 """
 
-from pathlib import Path
-
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
 from groundlock.lakehouse.evaluation import (
     EvalItem,
@@ -53,11 +51,11 @@ LEXICAL_POLICY = "LEXICAL_POLICY_V1"
 
 ``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
 calibrated per embedding, and the lexical embedding's cosines run lower than a neural
-model's. It ships beside this module (with its ``.sha256`` lock), not among the built-in
-policies, because it is meaningful only for this embedding.
+model's. Meaningful only for this embedding, it is still a built-in policy: a request
+archived under it must be found again by name for ``groundlock replay``.
 """
 
 
 def lexical_policy() -> Policy:
     """:data:`LEXICAL_POLICY`, loaded and checked against its lock."""
-    return load_policy(Path(__file__).with_name(f"{LEXICAL_POLICY}.json"))
+    return load_policy(LEXICAL_POLICY)

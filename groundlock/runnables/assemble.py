@@ -9,6 +9,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.contracts.state import Assembled
 from groundlock.core.evidence_assembly import assemble
+from groundlock.core.intake import read_bundle
 from groundlock.core.skipped import failed_state
 from groundlock.runnables._stage import PolicyStage
 
@@ -40,7 +41,9 @@ class AssembleEvidence(PolicyStage[RetrievalBundle, Assembled]):
 
     @override
     def _work(self, stage_input: object, config: RunnableConfig) -> Assembled:
-        return Assembled.of(assemble(stage_input, self.policy))
+        read = read_bundle(stage_input, self.policy.input_limits)
+        retrieval = read if isinstance(read, RetrievalBundle) else None
+        return Assembled.of(assemble(read, self.policy), retrieval)
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Assembled:

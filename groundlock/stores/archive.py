@@ -61,6 +61,9 @@ def evidence_row(state: Judged, *, version: str) -> EvidenceRow:
             "policy_sha256": state.policy_sha256,
             "prompt_sha256": prompt.prompt_sha256,
             "model_name": state.execution.model_name,
+            "retrieval_bundle_json": (
+                state.retrieval.model_dump_json() if state.retrieval is not None else None
+            ),
             "answer_bundle_json": state.bundle.model_dump_json(),
             "prompt_messages_json": messages,
             "raw_model_text": state.execution.raw_model_text,
@@ -114,8 +117,12 @@ class EvidenceArchive:
 
         try:
             with self._lock:
+                # merge: an archive written before a column was added takes the new one.
                 write_deltalake(
-                    self._open(create=True), to_arrow(EvidenceRow, [row]), mode="append"
+                    self._open(create=True),
+                    to_arrow(EvidenceRow, [row]),
+                    mode="append",
+                    schema_mode="merge",
                 )
         except Exception as exc:  # noqa: BLE001  (any failure: the row is not durable)
             raise AuditUnavailable(
@@ -136,14 +143,17 @@ class EvidenceArchive:
 
         if not self.exists():
             raise AuditUnavailable("the evidence archive does not exist")
-        columns = list(EvidenceRow.model_fields)
+        table = self._open()
+        # An archive written before a column was added lacks it: the row takes its default.
+        present = {field.name for field in table.schema().fields}
+        columns = [name for name in EvidenceRow.model_fields if name in present]
         sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
         if where:
             sql += f" WHERE {where}"
         sql += " ORDER BY timestamp_utc"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        result = QueryBuilder().register("t", self._open()).execute(sql).read_all()
+        result = QueryBuilder().register("t", table).execute(sql).read_all()
         values = [column.to_pylist() for column in result.columns]
         return [
             EvidenceRow.model_validate(dict(zip(columns, row, strict=True)), strict=False)

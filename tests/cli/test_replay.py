@@ -6,13 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from deltalake import write_deltalake
 
 from groundlock import grounded_answer_chain
 from groundlock.cli import main
 from groundlock.cli.replay import replay_row
+from groundlock.contracts.audit_rows import EvidenceRow
 from groundlock.policies.loader import load_policy
+from groundlock.runnables import AssembleEvidence
 from groundlock.stores import DeltaAuditStore
 from groundlock.stores.archive import EvidenceArchive
+from groundlock.stores.arrow import to_arrow
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
 
@@ -56,6 +60,15 @@ def archived(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         store=store, archive=archive, policy="R2_POLICY_V2",
         model=ScriptedChatModel(text=UNSUPPORTED),
     ).invoke({**seal, "request_id": "rejected"})  # fmt: skip
+    # Admitted by the lexical policy's 0.33 floor, below R2_POLICY_V2's 0.76.
+    lexical = grounded_answer_chain(store=store, archive=archive, policy="LEXICAL_POLICY_V1")
+    low = [make_row(0, chunk_text=SEAL, similarity=0.5)]
+    assert (
+        lexical.invoke(
+            make_bundle(low, request_id="lexical", user_question="When is the seal replaced?")
+        ).status.value
+        == "OK"
+    )
     store.close()
     return str(root / "audit"), str(root / "evidence")
 
@@ -69,9 +82,11 @@ def test_the_pruned_request_was_pruned(archived: tuple[str, str]) -> None:
 
 def test_replay_reproduces_every_archived_prompt_sha256(archived: tuple[str, str]) -> None:
     rows = EvidenceArchive(archived[1]).select()
-    assert len(rows) == 7
+    assert len(rows) == 8
     built = [row for row in rows if row.prompt_sha256 is not None]
     assert {row.request_id for row in built} >= {"ok-0", "ok-1", "ok-2", "pruned", "value"}
+    # Every request R2 read keeps its input, so replay runs R2 again.
+    assert all(row.retrieval_bundle_json is not None for row in rows)
     for row in rows:
         replayed = replay_row(row)
         assert replayed.sha256_reproduced, row.request_id
@@ -83,8 +98,8 @@ def test_replay_command_proves_the_sha256_and_the_verdicts(
 ) -> None:
     code, out, _ = _run(capsys, "replay", "--archive", archived[1])
     assert code == 0, out
-    assert "7 request(s) replayed; 6 prompt sha256 reproduced, 0 mismatched" in out
-    assert "7 verdict(s) reproduced" in out
+    assert "8 request(s) replayed; 7 prompt sha256 reproduced, 0 mismatched" in out
+    assert "8 verdict(s) reproduced" in out
     assert "MISMATCH" not in out
 
 
@@ -94,9 +109,13 @@ def test_replay_with_a_policy_reports_the_verdicts_it_would_change(
     code, out, _ = _run(capsys, "replay", "--archive", archived[1], "--policy", "R2_POLICY_V2")
     assert code == 0, out
     assert "policy impact of R2_POLICY_V2:" in out
-    changed = [line.split() for line in out.splitlines() if line.startswith("value")]
-    assert changed == [["value", "OK", "FAILED/UNSUPPORTED_VALUE"]]
-    assert "1 of 7 verdict(s) would change" in out
+    changed = [line.split() for line in out.splitlines() if line.startswith(("value", "lexical"))]
+    # The firewall's change, and R2's: V2's 0.76 floor admits none of the lexical evidence.
+    assert changed == [
+        ["value", "OK", "FAILED/UNSUPPORTED_VALUE"],
+        ["lexical", "OK", "NO_EVIDENCE/TOP_SIMILARITY_BELOW_GATE"],
+    ]
+    assert "2 of 8 verdict(s) would change" in out
     # And back: V1 would let the answer V2 refused through.
     rows = EvidenceArchive(archived[1]).select("request_id = 'rejected'")
     replayed = replay_row(rows[0], load_policy("R2_POLICY_V1"))
@@ -146,3 +165,60 @@ def test_show_without_an_archive_says_the_text_is_not_archived(
     assert UNSUPPORTED not in out  # the trail never quotes the refused sentence
     code, out, _ = _run(capsys, "records", "show", "ok-0", "--store", archived[0])
     assert "rejected_sentences" not in json.loads(out)
+
+
+def test_a_row_archived_before_the_retrieval_column_replays_from_its_evidence(
+    archived: tuple[str, str], tmp_path: Path
+) -> None:
+    rows = EvidenceArchive(archived[1]).select()
+    old = to_arrow(EvidenceRow, rows).drop_columns(["retrieval_bundle_json"])
+    write_deltalake(str(tmp_path / "old"), old)
+    again = EvidenceArchive(tmp_path / "old").select()
+    assert [row.retrieval_bundle_json for row in again] == [None] * len(rows)
+    for row in again:
+        replayed = replay_row(row)
+        assert replayed.sha256_reproduced, row.request_id
+        assert replayed.again == replayed.archived, row.request_id
+    # And the old table takes new rows with the column (schema merge on append).
+    EvidenceArchive(tmp_path / "old").record(rows[0])
+    newest = EvidenceArchive(tmp_path / "old").select()
+    assert sum(row.retrieval_bundle_json is not None for row in newest) == 1
+
+
+def test_a_policy_that_is_not_built_in_is_found_with_policy_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handbook = Path(__file__).parents[2] / "examples" / "handbook"
+    archive = EvidenceArchive(tmp_path / "evidence")
+    store = DeltaAuditStore(tmp_path / "audit")
+    chain = grounded_answer_chain(
+        store=store, archive=archive, policy=load_policy(handbook / "HANDBOOK_POLICY_V1.json")
+    )
+    low = [make_row(0, chunk_text=SEAL, similarity=0.5)]
+    assert (
+        chain.invoke(
+            make_bundle(low, request_id="hb", user_question="When is the seal replaced?")
+        ).status.value
+        == "OK"
+    )
+    store.close()
+    code, out, _ = _run(capsys, "replay", "--archive", str(archive.uri))
+    assert code == 1
+    assert "CANNOT REPLAY hb: policy HANDBOOK_POLICY_V1 is not built in" in out
+    code, out, _ = _run(
+        capsys, "replay", "--archive", str(archive.uri), "--policy-dir", str(handbook)
+    )
+    assert code == 0, out
+    assert "1 request(s) replayed; 1 prompt sha256 reproduced, 0 mismatched" in out
+
+
+def test_r2_keeps_its_input_for_the_archive_and_out_of_the_state_dump() -> None:
+    stage = AssembleEvidence(policy=load_policy("R2_POLICY_V2"))
+    state = stage.invoke(make_bundle(request_id="kept"))
+    assert state.retrieval is not None
+    assert state.retrieval.request_id == "kept"
+    assert "retrieval" not in state.model_dump()
+    assert "results" not in state.model_dump_json()
+    refused = stage.invoke({"request_id": "bad"})
+    assert refused.status.value == "FAILED"
+    assert refused.retrieval is None

@@ -43,7 +43,12 @@ def test_nested_input_that_is_not_a_built_instance_is_fully_checked():
 
 
 def test_json_round_trip_rechecks_everything():
-    assert Answered.model_validate_json(RESULT.model_dump_json()) == RESULT
+    # R2's input rides along by reference for the evidence archive and is not serialised;
+    # everything else comes back equal.
+    assert RESULT.retrieval is not None
+    again = Answered.model_validate_json(RESULT.model_dump_json())
+    assert again.retrieval is None
+    assert again == RESULT.model_copy(update={"retrieval": None})
     broken = RESULT.model_dump_json().replace('"anchor":"C1"', '"anchor":"C7"')
     with pytest.raises(ValidationError, match="anchors must be C0, C1"):
         Answered.model_validate_json(broken)
