@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -72,6 +73,11 @@ __all__ = [
 ]
 
 EVAL_TABLE = "eval_log"
+CHAIN_ERROR = "CHAIN_ERROR"
+"""The ``failure_reason`` of an item whose chain raised instead of answering: scored FAILED,
+and the run goes on."""
+
+logger = logging.getLogger("groundlock.eval")
 """The evaluation log's table name (its directory under a store root)."""
 
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=512)]
@@ -222,6 +228,40 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
+def _raised_row(item: EvalItem, run_id: str, ms: float) -> EvalRow:
+    """The row of an item whose chain raised: FAILED, reason ``CHAIN_ERROR``, nothing cited."""
+    precision, recall, refusal_correct, passed = score(item, "FAILED", ())
+    return EvalRow.fitted(
+        {
+            "record_id": uuid.uuid4().hex,
+            "timestamp_utc": datetime.now(UTC),
+            "run_id": run_id,
+            "item_id": item.id,
+            "question": item.question,
+            "gold_answer": item.gold_answer,
+            "answerable": item.answerable,
+            "status": "FAILED",
+            "failure_reason": CHAIN_ERROR,
+            "answer": "",
+            "actual_citations": (),
+            "expected_citations": item.expected_citations,
+            "citation_precision": precision,
+            "citation_recall": recall,
+            "refusal_correct": refusal_correct,
+            "passed": passed,
+            "firewall_verdict": None,
+            "firewall_reason": None,
+            "firewall_ruleset": None,
+            "support_coverage": None,
+            "policy_version": None,
+            "model_name": None,
+            "index_version": None,
+            "embedding_model": None,
+            "latency_ms": ms,
+        }
+    )
+
+
 def _row(
     item: EvalItem, run_id: str, response: PublicResponse, judged: Judged | None, ms: float
 ) -> EvalRow:
@@ -289,8 +329,18 @@ def run_eval(
     run = run_id or f"eval-{uuid.uuid4().hex[:12]}"
     rows: list[EvalRow] = []
     for item in items:
+        request_id = f"{run}:{item.id}"
         started = time.perf_counter()
-        response, judged = _answer(chain, item, f"{run}:{item.id}")
+        try:
+            response, judged = _answer(chain, item, request_id)
+        except Exception as exc:  # noqa: BLE001  (one item's fault must not lose the run)
+            # The stages fail closed, so this is a fault around them (a retriever or a
+            # store raising): the item is scored FAILED and the run goes on. The log line
+            # names the kind only; an exception's text may quote data.
+            logger.warning("eval %s: item %s raised %s", run, item.id, type(exc).__name__)
+            ms = (time.perf_counter() - started) * 1000.0
+            rows.append(_raised_row(item, run, ms))
+            continue
         ms = (time.perf_counter() - started) * 1000.0
         rows.append(_row(item, run, response, judged, ms))
     if table_uri is not None:

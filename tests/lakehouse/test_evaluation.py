@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import FakeListChatModel
+from langchain_core.runnables import RunnableLambda
 from pydantic import ValidationError
 
 from groundlock import RetrievalFront, grounded_answer_chain, load_policy
@@ -245,3 +246,36 @@ def test_the_example_evaluates_the_handbook_deterministically():
     assert handbook.split()[4:8] == ["12", "7", "0.83", "0.90"]
     assert "2 (1 approved)" in lexical
     assert "items that changed: none" in out
+
+
+def test_an_item_whose_chain_raises_is_scored_failed_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    def flaky(bundle: dict[str, Any]) -> dict[str, Any]:
+        if bundle["request_id"].endswith(":boom"):
+            raise ConnectionError("https://secret.example/index unreachable")
+        return bundle
+
+    chain = RunnableLambda(flaky) | grounded_answer_chain()
+    bundle: dict[str, Any] = make_bundle(
+        [make_row(0, chunk_text="Replace the seal every 500 hours.")],
+        user_question="When is the seal replaced?",
+    )
+    del bundle["request_id"]
+    items = [
+        EvalItem(id=name, bundle=bundle, expected_citations=("chunk-000",), answerable=True)
+        for name in ("ok-1", "boom", "ok-2")
+    ]
+    log = tmp_path / "eval_log"
+    rows = run_eval(items, chain, run_id="run-r", table_uri=log)
+    assert [(row.item_id, row.status) for row in rows] == [
+        ("ok-1", "OK"),
+        ("boom", "FAILED"),
+        ("ok-2", "OK"),
+    ]
+    boom = rows[1]
+    assert (boom.failure_reason, boom.answer, boom.actual_citations) == ("CHAIN_ERROR", "", ())
+    assert (boom.refusal_correct, boom.passed, boom.firewall_verdict) == (False, False, None)
+    assert len(read_eval_log(log, "run-r")) == 3
+    assert "item boom raised ConnectionError" in caplog.text
+    assert "secret.example" not in caplog.text
