@@ -16,7 +16,11 @@ gate is above what the lexical embedding reaches is refused for a lexical index,
 hint, rather than left to refuse every question.
 
 Access: the shell user reads the index's tables directly, so ``ask --index`` applies no
-access policy; a served front names its principals (:class:`~groundlock.AccessPolicy`).
+access policy unless given one: ``--access FILE`` (an :class:`~groundlock.AccessPolicy` as
+JSON) with ``--role ROLE`` (one of its roles) or ``--grant KEY=VALUE[,VALUE]`` (repeatable),
+which answers as that principal would be answered: what an operator needs to check an
+access policy against the index before serving it. ``--access`` without a principal is
+refused by the front (``PRINCIPAL_UNRESOLVED``), as a served request would be.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from typing import TYPE_CHECKING, Any
 from groundlock.cli._shared import Parser, UsageError
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from groundlock.core.access import AccessPolicy
     from groundlock.lakehouse import DeltaVectorStore
     from groundlock.policies import Policy
     from groundlock.runnables.retrieve import RetrievalFront
@@ -64,6 +71,17 @@ def extend_ask(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question", nargs="?", help="with --index: the question to answer")
     ask.add_argument("--index", help="answer the question from this lakehouse index")
     ask.add_argument("--top-k", type=int, default=6, help="with --index: rows per answer")
+    ask.add_argument(
+        "--access", type=Path, metavar="FILE", help="with --index: an access policy (JSON)"
+    )
+    ask.add_argument("--role", help="with --access: answer as this role of the policy")
+    ask.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,VALUE]",
+        help="with --access: answer as a principal granted these values (repeatable)",
+    )
 
     def handler(args: argparse.Namespace) -> int:
         if args.index is None:
@@ -164,7 +182,9 @@ def _open_index(uri: str) -> DeltaVectorStore:
     return DeltaVectorStore(uri, LexicalEmbeddings(dimensions))
 
 
-def index_front(index: str, top_k: int, policy_name: str | None) -> tuple[RetrievalFront, Policy]:
+def index_front(
+    index: str, top_k: int, policy_name: str | None, access: AccessPolicy | None = None
+) -> tuple[RetrievalFront, Policy]:
     """R1 over the Delta index at ``index`` and the policy to answer under, for the shell.
 
     ``ask --index`` and ``eval`` both answer questions from an index; they open it, embed
@@ -182,7 +202,7 @@ def index_front(index: str, top_k: int, policy_name: str | None) -> tuple[Retrie
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     policy = _policy_for(policy_name, store.embedding_model or "unknown")
-    return RetrievalFront.over_index(store, top_k=top_k), policy
+    return RetrievalFront.over_index(store, top_k=top_k, access=access), policy
 
 
 def _ask_index(args: argparse.Namespace) -> int:
@@ -193,15 +213,50 @@ def _ask_index(args: argparse.Namespace) -> int:
         raise UsageError("--index answers a question; it does not take --bundle or --batch")
     if not args.question or not args.question.strip():
         raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
-    front, policy = index_front(args.index, args.top_k, args.policy)
+    access, config = _access(args)
+    front, policy = index_front(args.index, args.top_k, args.policy, access)
     chain_options: dict[str, Any] = {"policy": policy, "front": front}
     if args.model:
         chain_options["model"] = args.model
     if args.store:
         chain_options["store"] = args.store
-    response = grounded_answer_chain(**chain_options).invoke(args.question)
+    response = grounded_answer_chain(**chain_options).invoke(args.question, config=config)
     if args.json:
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:
         _print_response(response)
     return 1 if response.status.value == "FAILED" else 0
+
+
+def _access(args: argparse.Namespace) -> tuple[AccessPolicy | None, RunnableConfig]:
+    """The access policy of ``--access`` and the run config naming the principal."""
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    from groundlock.core.access import AccessPolicy  # noqa: PLC0415
+
+    if args.access is None:
+        if args.role or args.grant:
+            raise UsageError("--role and --grant need --access FILE")
+        return None, {}
+    if args.role and args.grant:
+        raise UsageError("answer as a --role or with --grant, not both")
+    try:
+        access = AccessPolicy.model_validate_json(args.access.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.access}: {exc.strerror}") from None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "policy"
+        raise UsageError(f"{args.access}: not an access policy: {where}: {first['msg']}") from None
+    if args.role:
+        return access, {"metadata": {"requester_role": args.role, "requester_id": "cli"}}
+    if not args.grant:
+        return access, {}  # the front refuses: access control is on and no one is named
+    grants: dict[str, list[str]] = {}
+    for grant in args.grant:
+        key, sep, values = grant.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise UsageError(f"--grant {grant!r}: expected KEY=VALUE[,VALUE]")
+        grants.setdefault(key.strip(), []).extend(v.strip() for v in values.split(",") if v)
+    principal = {"principal_id": "cli", "grants": grants}
+    return access, {"configurable": {"principal": principal}}

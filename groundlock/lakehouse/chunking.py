@@ -6,7 +6,8 @@ tag (``business_unit``, ``sensitivity_level``, ...), which the retrieval front c
 against the requesting principal. A document without front matter is still indexed: its
 ``knowledge_id`` is its file stem, its ``knowledge_type`` ``DOCUMENT`` and it carries no
 tags (so under an access policy no one sees it, which is the safe default for an untagged
-file).
+file). A PDF has no front matter: its metadata is a YAML file beside it, named after it
+(``manual.pdf.yaml``), with the same keys; that file's bytes enter the document's hash.
 
 The document hash covers the file's bytes and the chunking settings, so re-indexing skips
 an unchanged document and re-chunks one whose settings changed.
@@ -109,8 +110,26 @@ def _pdf_pages(path: Path) -> tuple[tuple[int | None, str], ...]:
         raise ValueError(
             f"{path.name}: reading PDF needs pypdf (pip install 'groundlock[pdf]')"
         ) from None
-    reader = pypdf.PdfReader(path)
-    return tuple((number, page.extract_text() or "") for number, page in enumerate(reader.pages, 1))
+    try:
+        reader = pypdf.PdfReader(path)
+        return tuple(
+            (number, page.extract_text() or "") for number, page in enumerate(reader.pages, 1)
+        )
+    except Exception as exc:  # noqa: BLE001  (pypdf raises many kinds on a damaged file)
+        raise ValueError(f"{path.name}: not a readable PDF ({type(exc).__name__})") from None
+
+
+def _front_matter(source: str, relative: str) -> dict[str, Any]:
+    """The YAML mapping ``source`` holds, its null values dropped."""
+    try:
+        loaded = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ValueError(f"{relative}: the front matter is not valid YAML ({problem})") from None
+    if not isinstance(loaded, dict):
+        # A fault of the caller's file, reported as every input fault here is.
+        raise ValueError(f"{relative}: the front matter is not a mapping")  # noqa: TRY004
+    return {str(k): v for k, v in loaded.items() if v is not None}
 
 
 def read_document(path: Path, root: Path, *, settings: str = "") -> SourceDocument:
@@ -120,20 +139,22 @@ def read_document(path: Path, root: Path, *, settings: str = "") -> SourceDocume
     """
     raw = path.read_bytes()
     relative = path.name if root.is_file() else path.relative_to(root).as_posix()
-    digest = hashlib.sha256(raw + b"\0" + settings.encode()).hexdigest()
     meta: dict[str, Any] = {}
     if path.suffix.lower() == ".pdf":
+        sidecar = path.with_name(path.name + ".yaml")
+        if sidecar.is_file():
+            side = sidecar.read_bytes()
+            raw += b"\0" + side
+            meta = _front_matter(side.decode("utf-8"), f"{relative}.yaml")
         pages = _pdf_pages(path)
     else:
         text = raw.decode("utf-8")
         found = _FRONT_MATTER.match(text)
         if found:
-            loaded = yaml.safe_load(found.group(1))
-            if not isinstance(loaded, dict):
-                raise ValueError(f"{relative}: the front matter is not a mapping")
-            meta = {str(k): v for k, v in loaded.items() if v is not None}
+            meta = _front_matter(found.group(1), relative)
             text = text[found.end() :]
         pages = ((None, text),)
+    digest = hashlib.sha256(raw + b"\0" + settings.encode()).hexdigest()
     tags = {k: _tag(v) for k, v in meta.items() if k not in CITATION_KEYS}
     described = {k: v for k, v in meta.items() if k in CITATION_KEYS}
     return SourceDocument(relative, relative, pages, described, tags, digest)

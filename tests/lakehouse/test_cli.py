@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from groundlock.cli import main
+from tests.lakehouse.pdf import make_pdf
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -86,3 +87,95 @@ def test_ask_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2
     assert "no lakehouse index" in err
     assert _run(capsys, "ask", "--index", str(tmp_path / "none"))[0] == 2  # no question
+
+
+def test_ask_answers_as_a_principal_under_an_access_policy(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    index = str(tmp_path / "idx")
+    assert _run(capsys, "index", str(corpus), "--index", index)[0] == 0
+    access = tmp_path / "access.json"
+    access.write_text(
+        json.dumps(
+            {
+                "attributes": ["business_unit"],
+                "levels": {"sensitivity_level": ["PUBLIC", "INTERNAL", "CONFIDENTIAL"]},
+                "roles": {"crane": {"business_unit": "TERMINAL", "sensitivity_level": "INTERNAL"}},
+            }
+        )
+    )
+    question = "What torque do the slew bearing bolts of the crane need?"
+    ask = ["ask", question, "--index", index, "--access", str(access), "--json"]
+    # The crane manual is TERMINAL: a MARINE principal never sees it, a crane role does.
+    code, out, _ = _run(capsys, *ask, "--grant", "business_unit=MARINE",
+                        "--grant", "sensitivity_level=CONFIDENTIAL")  # fmt: skip
+    assert (code, json.loads(out)["status"]) == (0, "NO_EVIDENCE")
+    code, out, _ = _run(capsys, *ask, "--role", "crane")
+    response = json.loads(out)
+    assert (code, response["status"]) == (0, "OK")
+    assert "1,250 Nm" in response["answer"]
+    # Two units granted at once, as a comma list.
+    code, out, _ = _run(capsys, *ask, "--grant", "business_unit=MARINE,TERMINAL",
+                        "--grant", "sensitivity_level=INTERNAL")  # fmt: skip
+    assert json.loads(out)["status"] == "OK"
+    # An access policy and no one named: refused as a served request would be.
+    code, out, _ = _run(capsys, *ask)
+    response = json.loads(out)
+    assert (code, response["status"], response["failure_reason"]) == (
+        1,
+        "FAILED",
+        "PRINCIPAL_UNRESOLVED",
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--role", "crane"], "--role and --grant need --access FILE"),
+        (["--access", "ACCESS", "--grant", "business_unit"], "expected KEY=VALUE"),
+        (["--access", "ACCESS", "--role", "x", "--grant", "a=b"], "not both"),
+        (["--access", "MISSING"], "cannot read"),
+        (["--access", "BAD"], "not an access policy: attributes"),
+    ],
+)
+def test_ask_access_usage_errors_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+):
+    (tmp_path / "access.json").write_text('{"attributes": ["business_unit"]}')
+    (tmp_path / "bad.json").write_text('{"attributes": "business_unit"}')
+    paths = {
+        "ACCESS": str(tmp_path / "access.json"),
+        "MISSING": str(tmp_path / "missing.json"),
+        "BAD": str(tmp_path / "bad.json"),
+    }
+    argv = [paths.get(arg, arg) for arg in extra]
+    code, _, err = _run(capsys, "ask", "q?", "--index", str(tmp_path / "idx"), *argv)
+    assert code == 2
+    assert message in err
+
+
+def test_ask_answers_from_a_pdf_page_and_cites_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    pytest.importorskip("pypdf")
+    source = tmp_path / "pdfs"
+    source.mkdir()
+    (source / "hpu.pdf").write_bytes(
+        make_pdf(
+            [
+                "The fuel tank of the tug holds 400 litres of diesel.",
+                "The relief valve of the hydraulic pump is set to 210 bar at idle.",
+            ]
+        )
+    )
+    (source / "hpu.pdf.yaml").write_text(
+        "knowledge_id: MM-HPU-RELIEF\nknowledge_type: MAINTENANCE_PROCEDURE\n"
+    )
+    index = str(tmp_path / "idx")
+    assert _run(capsys, "index", str(source), "--index", index)[0] == 0
+    question = "What is the relief valve of the hydraulic pump set to?"
+    code, out, _ = _run(capsys, "ask", question, "--index", index, "--json")
+    response = json.loads(out)
+    assert (code, response["status"]) == (0, "OK")
+    assert "210 bar" in response["answer"]
+    assert [(c["knowledge_id"], c["page"]) for c in response["citations"]] == [("MM-HPU-RELIEF", 2)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from deltalake import DeltaTable
 
 from groundlock.lakehouse import LexicalEmbeddings, index_documents
 from groundlock.lakehouse.indexer import read_rows
+from tests.lakehouse.pdf import make_pdf
 
 
 def _versions(index: Path) -> tuple[int, int]:
@@ -122,15 +124,64 @@ def test_the_lexical_embedding_is_deterministic_and_normalised():
     assert abs(sum(v * v for v in first) - 1.0) < 1e-9
 
 
-def test_a_pdf_without_pypdf_is_refused_with_the_extra_to_install(tmp_path: Path):
-    try:
-        import pypdf  # noqa: F401, PLC0415
-    except ImportError:
-        pass
-    else:
-        pytest.skip("pypdf is installed: the guard does not apply")
+def test_a_pdf_without_pypdf_is_refused_with_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf now raises ImportError
     source = tmp_path / "pdfs"
     source.mkdir()
-    (source / "manual.pdf").write_bytes(b"%PDF-1.4\n")
+    (source / "manual.pdf").write_bytes(make_pdf(["The pump is grey."]))
     with pytest.raises(ValueError, match=r"groundlock\[pdf\]"):
         index_documents(source, tmp_path / "idx")
+
+
+PDF_META = """\
+knowledge_id: MM-HPU-RELIEF
+knowledge_type: MAINTENANCE_PROCEDURE
+title: HPU manual (PDF)
+business_unit: MARINE
+"""
+
+
+def test_a_pdf_is_indexed_by_page_with_the_metadata_beside_it(tmp_path: Path):
+    pytest.importorskip("pypdf")
+    source = tmp_path / "pdfs"
+    source.mkdir()
+    pages = ["The pump housing is painted grey.", "The relief valve is set to 210 bar at idle."]
+    (source / "hpu.pdf").write_bytes(make_pdf(pages))
+    (source / "hpu.pdf.yaml").write_text(PDF_META)
+    index = tmp_path / "idx"
+    assert index_documents(source, index).chunks_written == 2
+    chunks = read_rows(DeltaTable(index / "chunks"), "SELECT * FROM t ORDER BY page")
+    assert [(c["page"], c["chunk_text"]) for c in chunks] == [(1, pages[0]), (2, pages[1])]
+    assert {c["knowledge_id"] for c in chunks} == {"MM-HPU-RELIEF"}
+    assert {c["document_id"] for c in chunks} == {"hpu.pdf"}
+    assert json.loads(chunks[1]["access_tags"]) == {"business_unit": "MARINE"}
+    # The metadata file is part of the document: unchanged, nothing is written; changed,
+    # the PDF is indexed again.
+    assert not index_documents(source, index).wrote
+    (source / "hpu.pdf.yaml").write_text(PDF_META.replace("MARINE", "TERMINAL"))
+    again = index_documents(source, index)
+    assert again.changed == ("hpu.pdf",)
+    chunks = read_rows(DeltaTable(index / "chunks"), "SELECT access_tags FROM t")
+    assert {c["access_tags"] for c in chunks} == {'{"business_unit": "TERMINAL"}'}
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.pdf", b"%PDF-1.4\n", "bad.pdf: not a readable PDF"),
+        ("doc.md", b"---\nkey: [unclosed\n---\ntext\n", "doc.md: the front matter is not valid"),
+        ("doc.md", b"---\n- a list\n---\ntext\n", "doc.md: the front matter is not a mapping"),
+    ],
+)
+def test_a_damaged_document_is_refused_naming_the_file(
+    tmp_path: Path, name: str, content: bytes, message: str
+):
+    pytest.importorskip("pypdf")
+    source = tmp_path / "docs"
+    source.mkdir()
+    (source / name).write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        index_documents(source, tmp_path / "idx")
+    assert not (tmp_path / "idx" / "chunks").exists()  # nothing half-written
