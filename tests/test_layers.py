@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"providers"},
     {"runnables"},
     {"chains"},
-    {"serve"},
+    {"serve", "spark"},
     {"cli"},
     {"<face>"},  # groundlock/__init__.py: the package face re-exports everything
 ]

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
     from groundlock.core.access import AccessPolicy
-    from groundlock.lakehouse import DeltaVectorStore
     from groundlock.policies import Policy
     from groundlock.runnables.retrieve import RetrievalFront
 
@@ -165,23 +164,6 @@ def _policy_for(name: str | None, index_model: str) -> Policy:
     return policy
 
 
-def _open_index(uri: str) -> DeltaVectorStore:
-    from groundlock.lakehouse import DeltaVectorStore, LexicalEmbeddings  # noqa: PLC0415
-    from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX  # noqa: PLC0415
-
-    probe = DeltaVectorStore(uri, LexicalEmbeddings(), check_model=False)
-    model = probe.embedding_model
-    if model is None:
-        raise UsageError(f"the index at {uri} is empty")
-    if not model.startswith(LEXICAL_EMBEDDING_PREFIX):
-        raise UsageError(
-            f"the index was embedded with {model}; the command line embeds questions only "
-            "with the lexical embedding (use DeltaVectorStore from Python for other models)"
-        )
-    dimensions = int(model.removeprefix(LEXICAL_EMBEDDING_PREFIX))
-    return DeltaVectorStore(uri, LexicalEmbeddings(dimensions))
-
-
 def index_front(
     index: str, top_k: int, policy_name: str | None, access: AccessPolicy | None = None
 ) -> tuple[RetrievalFront, Policy]:
@@ -197,8 +179,10 @@ def index_front(
 
     if not 1 <= top_k <= 100:
         raise UsageError("--top-k must be between 1 and 100")
+    from groundlock.lakehouse import open_lexical_index  # noqa: PLC0415
+
     try:
-        store = _open_index(index)
+        store = open_lexical_index(index)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     policy = _policy_for(policy_name, store.embedding_model or "unknown")

@@ -21,7 +21,7 @@ from groundlock.contracts.validation import FirewallFinding, ValidationResult
 from groundlock.core.packaging import package_response, request_summary
 from groundlock.policies.model import Policy
 
-__all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label"]
+__all__ = ["REQUESTER_KEYS", "audit_rows", "finding_label", "outcome_sha256"]
 
 REQUESTER_KEYS = ("requester_id", "requester_role", "retrieval_strategy")
 """Run-config metadata keys copied into the query log (a server sets them per request)."""
@@ -58,7 +58,7 @@ def audit_rows(
     by_anchor = {entry.anchor: entry.chunk_id for entry in selected}
     cited = tuple(by_anchor[a] for a in result.validated_citations if a in by_anchor)
     answer = result.validated_answer_text if passed else None
-    shared["outcome_sha256"] = _outcome_sha256(
+    shared["outcome_sha256"] = outcome_sha256(
         summary["status"], summary["failure_reason"], answer, cited
     )
     validation = ValidationRow.fitted(
@@ -137,10 +137,14 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _outcome_sha256(
+def outcome_sha256(
     status: object, reason: object, answer: str | None, cited: tuple[str, ...]
 ) -> str:
-    """What the caller received, hashed: the same in both rows of a request."""
+    """What the caller received, hashed: the same in both rows of a request.
+
+    Also what the Spark runner checks before it serves a request back from the trail: the
+    entries it would show must hash to what the caller of the recorded execution got.
+    """
     received = json.dumps([status, reason, answer, list(cited)], ensure_ascii=False)
     return hashlib.sha256(received.encode()).hexdigest()
 

@@ -12,8 +12,10 @@ versions, hashes, statuses, counts and timings. It holds no prompt, evidence or 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.enums import Confidence, GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
@@ -21,7 +23,13 @@ from groundlock.contracts.state import Judged
 from groundlock.policies.model import Policy
 from groundlock.policies.ruleset import load_ruleset
 
-__all__ = ["NO_USAGE", "failed_response", "package_response", "request_summary"]
+__all__ = [
+    "NO_USAGE",
+    "failed_response",
+    "package_response",
+    "public_citations",
+    "request_summary",
+]
 
 NO_USAGE = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
 """Usage of a request that never reached a model."""
@@ -53,24 +61,9 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
         )
     citations: tuple[PublicCitation, ...] = ()
     if result.generation_status is GenerationStatus.OK:
-        entries = {e.anchor: e for e in state.bundle.selected_evidence}
-        grammar = load_ruleset(policy.firewall_ruleset).grammar
-        listed = (
-            PublicCitation(
-                anchor=grammar.public_anchor(entries[anchor]),
-                knowledge_id=entries[anchor].knowledge_id,
-                source_reference=entries[anchor].source_reference,
-                event_date=d.isoformat() if (d := entries[anchor].event_date) else None,
-                equipment_id=entries[anchor].equipment_id,
-                page=entries[anchor].page,
-                citation_label=entries[anchor].citation_label,
-                document_id=entries[anchor].document_id,
-            )
-            for anchor in result.validated_citations
-            if anchor in entries
+        citations = public_citations(
+            state.bundle.selected_evidence, result.validated_citations, policy
         )
-        # Two chunks of one page cited by one marker read the same to a reader: listed once.
-        citations = tuple(dict.fromkeys(listed))
     return PublicResponse(
         request_id=state.request_id,
         status=result.generation_status,
@@ -85,6 +78,34 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
         else None,
         model_used=model_used,
     )
+
+
+def public_citations(
+    evidence: Sequence[SelectedEvidence], anchors: Sequence[str], policy: Policy
+) -> tuple[PublicCitation, ...]:
+    """What a reader is shown of the entries ``anchors`` name, in citation order.
+
+    Also how the Spark runner shows a request it reads back from the trail: the trail keeps
+    the validated anchors, and R2 gives the same entries for the same bundle again.
+    """
+    entries = {e.anchor: e for e in evidence}
+    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    listed = (
+        PublicCitation(
+            anchor=grammar.public_anchor(entries[anchor]),
+            knowledge_id=entries[anchor].knowledge_id,
+            source_reference=entries[anchor].source_reference,
+            event_date=d.isoformat() if (d := entries[anchor].event_date) else None,
+            equipment_id=entries[anchor].equipment_id,
+            page=entries[anchor].page,
+            citation_label=entries[anchor].citation_label,
+            document_id=entries[anchor].document_id,
+        )
+        for anchor in anchors
+        if anchor in entries
+    )
+    # Two chunks of one page cited by one marker read the same to a reader: listed once.
+    return tuple(dict.fromkeys(listed))
 
 
 def confidence_of(state: Judged, policy: Policy) -> Confidence:

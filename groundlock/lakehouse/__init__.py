@@ -40,6 +40,7 @@ __all__ = [
     "compare",
     "index_documents",
     "lexical_policy",
+    "open_lexical_index",
     "read_eval_log",
     "run_eval",
     "set_review",
@@ -59,3 +60,30 @@ archived under it must be found again by name for ``groundlock replay``.
 def lexical_policy() -> Policy:
     """:data:`LEXICAL_POLICY`, loaded and checked against its lock."""
     return load_policy(LEXICAL_POLICY)
+
+
+def open_lexical_index(
+    uri: str, *, storage_options: dict[str, str] | None = None
+) -> DeltaVectorStore:
+    """The Delta index at ``uri``, with the lexical embedding of the dimension it recorded.
+
+    What the command line and the Spark runner open an index with: they embed questions
+    only with the offline lexical embedding (from Python, pass any ``Embeddings`` to
+    :class:`DeltaVectorStore`).
+
+    Raises:
+        ValueError: the index is empty or was embedded with another model.
+    """
+    probe = DeltaVectorStore(
+        uri, LexicalEmbeddings(), storage_options=storage_options, check_model=False
+    )
+    model = probe.embedding_model
+    if model is None:
+        raise ValueError(f"the index at {uri} is empty")
+    if not model.startswith(LEXICAL_EMBEDDING_PREFIX):
+        raise ValueError(
+            f"the index was embedded with {model}; only a lexical index opens without its "
+            "embedding (use DeltaVectorStore with that model's Embeddings)"
+        )
+    dimensions = int(model.removeprefix(LEXICAL_EMBEDDING_PREFIX))
+    return DeltaVectorStore(uri, LexicalEmbeddings(dimensions), storage_options=storage_options)

@@ -29,7 +29,14 @@ from groundlock.contracts.execution import PinnedModel
 from groundlock.errors import GroundlockError
 from groundlock.policies.model import Policy
 
-__all__ = ["ModelPinningError", "ModelReply", "model_matches", "pin_model", "read_reply"]
+__all__ = [
+    "ModelPinningError",
+    "ModelReply",
+    "chat_model_from_spec",
+    "model_matches",
+    "pin_model",
+    "read_reply",
+]
 
 _SDK_CLIENT_FIELDS = frozenset({"client", "async_client", "root_client", "root_async_client"})
 """Clients a validator built from the old settings; they must be rebuilt, never reused."""
@@ -69,7 +76,7 @@ def pin_model(
             setting of the model would override a pin or change where requests go.
     """
     if isinstance(model, str):
-        model = _from_spec(model)
+        model = chat_model_from_spec(model)
     if not isinstance(model, BaseChatModel):
         raise ModelPinningError(
             f"ExecuteModel needs a plain LangChain chat model or a 'provider:model' string, "
@@ -87,7 +94,14 @@ def pin_model(
     return pinned, _verify(pinned, cap)
 
 
-def _from_spec(spec: str) -> BaseChatModel:
+def chat_model_from_spec(spec: str) -> BaseChatModel:
+    """The chat model a ``provider:model`` string names, built by LangChain's resolver.
+
+    Raises:
+        ProviderUnavailableError: its integration package is missing, or the SDK refuses
+            (no API key).
+        ModelPinningError: the string names no model LangChain can build.
+    """
     from langchain.chat_models import init_chat_model  # noqa: PLC0415  (heavy; only for strings)
 
     provider = spec.split(":", 1)[0] if ":" in spec else None

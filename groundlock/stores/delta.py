@@ -353,12 +353,23 @@ class DeltaAuditStore:
             except OSError as exc:  # one unreadable writer must not block the others
                 logger.error("audit recovery skipped a writer (%s)", _kind(exc))  # noqa: TRY400
 
-    def flush(self) -> None:
-        """Commit everything this process has spooled so far (blocks until done or failed)."""
+    def flush(self, *, strict: bool = False) -> None:
+        """Commit everything this process has spooled so far (blocks until done or failed).
+
+        A failed commit is logged and its rows stay in the spool for the flusher to retry.
+        With ``strict``, it raises :class:`AuditUnavailable` instead: a batch job (the Spark
+        runner) must not report a task done while its rows sit on a disk that may vanish
+        with the executor; the task fails, and its retry re-records under the same keys.
+        """
         state = self._state
         if state.pid != os.getpid() or state.spool is None:
             return
         self._guarded(self._flush_own, state)
+        spool = state.spool
+        if strict and any(
+            s.seq < spool.current_seq for s in segments_of(self.spool_dir, spool.writer_id)
+        ):
+            raise AuditUnavailable("the audit trail did not commit this process's rows")
 
     def recover(self) -> None:
         """Commit the spool segments of writers that are no longer running."""
@@ -542,6 +553,29 @@ class DeltaAuditStore:
             row_type.model_validate(dict(zip(columns, values, strict=True)), strict=False)
             for values in self._query(table, sql)
         ]
+
+    def recorded(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ValidationRow]:
+        """The record (the first validations row) of each of ``keys`` the trail holds.
+
+        ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id). A trail not yet
+        created holds none. What a batch job reads to resume: a request already recorded
+        is not answered again.
+        """
+        from deltalake import DeltaTable  # noqa: PLC0415
+
+        uri = self.table_uri(ValidationRow)
+        if not DeltaTable.is_deltatable(uri, storage_options=self.storage_options or None):
+            return {}
+        wanted = set(keys)
+        found: dict[tuple[str, str], ValidationRow] = {}
+        ids = sorted({request_id for request_id, _ in wanted})
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            listed = ", ".join(sql_text(i) for i in ids[start : start + _LOOKUP_CHUNK])
+            for row in self.select(ValidationRow, f"request_id IN ({listed})"):
+                key = row.key()
+                if key is not None and key in wanted and key not in found:
+                    found[key] = row
+        return found
 
     def add_feedback(self, request_id: str, rating: int, comment: str | None = None) -> FeedbackRow:
         """Append one feedback row (a direct commit: feedback is rare and interactive)."""

@@ -1,0 +1,416 @@
+"""``answer`` and ``judge``: the chain and the firewall as Arrow batch UDFs over DataFrames.
+
+What runs where. The driver only plans: it builds no chain and opens no table. Each Python
+worker process builds the chain of a :class:`ChainSpec` once (kept per process, keyed by
+the spec) and reuses it for every task Spark gives it, so a policy, a token encoder and a
+model client are loaded once per worker, not once per row or batch.
+
+Exactly once in the trail. Spark re-runs a task that failed, and may run a slow one twice
+(speculation). Every request is recorded under ``(request_id, run_id)``; the run id is the
+job's (``run_id=``, or one drawn on the driver for the job), so a re-run of a request
+records the same key, and the trail keeps the first row of a key
+(:class:`~groundlock.DeltaAuditStore`'s key rule, which holds across processes and commits).
+A batch's rows are committed before the batch leaves the task (a strict flush): a task
+reported done never leaves its rows on a disk that may go with the executor. A retry of a
+task that died halfway re-records its first half under the same keys, and they are dropped.
+A request whose bundle has no usable ``request_id`` cannot be keyed: it is recorded, once
+per execution, as the input it was.
+
+Model calls. ``max_concurrency`` bounds the calls in flight per worker process (LangChain's
+own ``batch``), and ``requests_per_second`` paces them (LangChain's ``InMemoryRateLimiter``
+on the chat model, shared by every task of the process). A provider's quota is divided
+between workers: set both per worker, as quota / workers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+
+from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import RunnableSequence
+    from pyspark.sql import DataFrame
+
+    from groundlock.contracts.audit_rows import ValidationRow
+    from groundlock.contracts.response import PublicResponse
+    from groundlock.policies.model import Policy
+    from groundlock.runnables.retrieve import RetrievalFront
+    from groundlock.stores.delta import DeltaAuditStore
+
+__all__ = ["RESPONSE_SCHEMA", "VERDICT_SCHEMA", "ChainSpec", "answer", "judge"]
+
+RESPONSE_SCHEMA = (
+    "request_id string, run_id string, status string, failure_reason string, "
+    "failure_message string, answer string, citations string, confidence string, "
+    "model_used string, latency_ms double, resumed boolean"
+)
+"""The DataFrame ``answer`` returns: one public response per input row (``citations`` is
+the public citations as a JSON list; ``resumed`` marks a response read back from the trail,
+recorded by an earlier attempt of its task or an earlier run of the job)."""
+
+VERDICT_SCHEMA = (
+    "request_id string, validation_status string, generation_status string, "
+    "failure_reason string, message string, policy_version string, firewall_ruleset string, "
+    "firewall_ruleset_sha256 string, findings string"
+)
+"""The DataFrame ``judge`` returns: R5's verdict per stored answer (``findings`` as JSON)."""
+
+_NOT_JSON = "bundle: not a JSON object (the row's text is not JSON)"
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """What each worker builds its chain from: picklable, built where it runs.
+
+    ``model`` is a ``provider:model`` string, a picklable callable returning a LangChain
+    chat model (a local test double, a configured client), or None for the offline
+    extractive model. ``policy`` a built-in name or a policy file's path the workers can
+    read (by default the library's default, or ``LEXICAL_POLICY_V1`` over a lexical
+    ``index``). ``store`` the audit trail's path or URI (every worker writes to it);
+    ``index`` a Delta index (built by ``groundlock index``) for question input.
+    """
+
+    policy: str | None = None
+    model: str | Callable[[], BaseChatModel] | None = None
+    store: str | None = None
+    storage_options: dict[str, str] | None = None
+    index: str | None = None
+    top_k: int = 8
+    max_concurrency: int = 4
+    """Model calls in flight per worker process."""
+    requests_per_second: float | None = None
+    """Model calls started per second per worker process (None: unpaced)."""
+    key: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
+    """Which built chain a worker reuses; a new spec builds a new chain."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_concurrency <= 256:
+            raise ValueError("max_concurrency must be between 1 and 256")
+        if self.requests_per_second is not None and not self.requests_per_second > 0:
+            raise ValueError("requests_per_second must be positive")
+        if not 1 <= self.top_k <= 100:
+            raise ValueError("top_k must be between 1 and 100")
+
+    def build(self) -> _Worker:
+        """The chain and what goes with it, as a worker builds them (also usable locally)."""
+        from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
+        from groundlock.stores.delta import DeltaAuditStore  # noqa: PLC0415
+
+        front = None
+        policy_name = self.policy or DEFAULT_POLICY
+        if self.index is not None:
+            from groundlock.lakehouse import LEXICAL_POLICY, open_lexical_index  # noqa: PLC0415
+            from groundlock.runnables.retrieve import RetrievalFront  # noqa: PLC0415
+
+            index = open_lexical_index(self.index, storage_options=self.storage_options)
+            front = RetrievalFront.over_index(index, top_k=self.top_k)
+            policy_name = self.policy or LEXICAL_POLICY
+        policy = load_policy(policy_name)
+        store = (
+            DeltaAuditStore(self.store, self.storage_options) if self.store is not None else None
+        )
+        chain = grounded_answer_chain(
+            model=self._model(policy), policy=policy, store=store, front=front
+        )
+        return _Worker(chain=chain, store=store, policy=policy, front=front)
+
+    def _model(self, policy: Policy) -> BaseChatModel:
+        from groundlock.providers.chat import chat_model_from_spec  # noqa: PLC0415
+        from groundlock.providers.extractive import ExtractiveChatModel  # noqa: PLC0415
+
+        if isinstance(self.model, str):
+            model = chat_model_from_spec(self.model)
+        elif self.model is not None:
+            model = self.model()
+        else:
+            model = ExtractiveChatModel(
+                refusal_text=policy.refusal_text, firewall_ruleset=policy.firewall_ruleset
+            )
+        if self.requests_per_second is None:
+            return model
+        from langchain_core.rate_limiters import InMemoryRateLimiter  # noqa: PLC0415
+
+        limiter = InMemoryRateLimiter(
+            requests_per_second=self.requests_per_second,
+            check_every_n_seconds=min(0.1, 0.5 / self.requests_per_second),
+            max_bucket_size=1,  # no burst: a worker never starts more than the pace allows
+        )
+        return model.model_copy(update={"rate_limiter": limiter})
+
+
+@dataclass(frozen=True, slots=True)
+class _Worker:
+    """A worker process's chain, with the store, policy and front it was built with."""
+
+    chain: RunnableSequence[Any, Any]
+    store: DeltaAuditStore | None
+    policy: Policy
+    front: RetrievalFront | None
+
+
+_BUILT: dict[str, _Worker] = {}
+_BUILD_LOCK = threading.Lock()
+
+
+def _built(spec: ChainSpec) -> _Worker:
+    """This process's chain for ``spec``: built on its first task, reused by the next."""
+    with _BUILD_LOCK:
+        if spec.key not in _BUILT:
+            _BUILT[spec.key] = spec.build()
+        return _BUILT[spec.key]
+
+
+def answer(
+    frame: DataFrame,
+    spec: ChainSpec | None = None,
+    *,
+    column: str = "bundle",
+    kind: Literal["bundle", "question"] = "bundle",
+    id_column: str = "request_id",
+    run_id: str | None = None,
+) -> DataFrame:
+    """Answer every row of ``frame`` with the chain of ``spec``; a DataFrame of responses.
+
+    ``kind="bundle"``: ``column`` holds retrieval bundles as JSON text (a row that is not
+    JSON is answered FAILED ``INPUT_SCHEMA_INVALID`` and never reaches the chain).
+    ``kind="question"``: ``column`` holds questions and ``id_column`` their request ids;
+    ``spec.index`` is retrieved from. ``run_id`` names this job in the trail (a bundle's
+    own ``run_id`` is kept): pass the same one to a re-run of the whole job to record each
+    request once across both. Lazy, like any transformation: nothing runs before an action.
+    """
+    spec = spec or ChainSpec()
+    if kind == "question" and spec.index is None:
+        raise ValueError("question input needs an index to retrieve from (ChainSpec.index)")
+    columns = set(frame.columns)
+    needed = [column] + ([id_column] if kind == "question" else [])
+    missing = [name for name in needed if name not in columns]
+    if missing:
+        raise ValueError(f"the DataFrame has no column {missing[0]!r}")
+    job = run_id or f"spark-{uuid.uuid4().hex[:16]}"
+    picked = frame.select(*needed)
+
+    def work(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _answer_batches(iter(batches), spec, kind, job)
+
+    return picked.mapInArrow(work, RESPONSE_SCHEMA)
+
+
+def _answer_batches(
+    batches: Iterator[pa.RecordBatch], spec: ChainSpec, kind: str, job: str
+) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa  # noqa: PLC0415  (in the worker: the spark extra brings it)
+
+    worker = _built(spec)
+    config = RunnableConfig(max_concurrency=spec.max_concurrency)
+    schema = _arrow_schema(RESPONSE_SCHEMA)
+    for batch in batches:
+        values = batch.column(0).to_pylist()
+        ids = batch.column(1).to_pylist() if kind == "question" else [None] * len(values)
+        inputs = [_request(v, i, kind, job) for v, i in zip(values, ids, strict=True)]
+        rows: list[dict[str, Any] | None] = [
+            _refused_row(item) if isinstance(item, _Refused) else None for item in inputs
+        ]
+        if worker.store is not None:
+            # A retried task resumes: what an earlier attempt recorded is read back, not
+            # answered (nor paid for) again.
+            keys = {i: key for i, item in enumerate(inputs) if (key := _key(item)) is not None}
+            recorded = worker.store.recorded(list(keys.values()))
+            for position, key in keys.items():
+                if key in recorded:
+                    rows[position] = _resumed_row(worker, inputs[position], recorded[key])
+        pending = [i for i, row in enumerate(rows) if row is None]
+        answered = worker.chain.batch([inputs[i] for i in pending], config=config)
+        for position, response in zip(pending, answered, strict=True):
+            rows[position] = _response_row(response, inputs[position])
+        if worker.store is not None:
+            worker.store.flush(strict=True)  # this batch's rows are in the trail before it leaves
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _key(request: object) -> tuple[str, str] | None:
+    """The trail key a request will be recorded under, if it has one."""
+    if not isinstance(request, dict):
+        return None
+    request_id, run_id = request.get("request_id"), request.get("run_id")
+    if isinstance(request_id, str) and isinstance(run_id, str):
+        return (request_id, run_id)
+    return None
+
+
+def _resumed_row(worker: _Worker, request: object, row: ValidationRow) -> dict[str, Any] | None:
+    """The response a recorded request gave, read back from its trail record.
+
+    R1 and R2 run again (no model) to show the cited entries; if they no longer hash to
+    what the record says its caller received (the index changed since), None: the request
+    is answered again, and the trail records that execution under a run id of its own.
+    """
+    from groundlock.core.audit import outcome_sha256  # noqa: PLC0415
+    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
+    from groundlock.core.packaging import public_citations  # noqa: PLC0415
+
+    retrieval = worker.front.invoke(request) if worker.front is not None else request
+    evidence = assemble(retrieval, worker.policy).selected_evidence
+    by_anchor = {entry.anchor: entry for entry in evidence}
+    anchors = row.validated_citations
+    cited = tuple(by_anchor[a].chunk_id for a in anchors if a in by_anchor)
+    answer_text = row.validated_answer_text
+    if outcome_sha256(row.status, row.failure_reason, answer_text, cited) != row.outcome_sha256:
+        return None
+    ok = row.status == "OK"
+    citations = public_citations(evidence, anchors, worker.policy) if ok else ()
+    return {
+        "request_id": row.request_id,
+        "run_id": row.run_id,
+        "status": row.status,
+        "failure_reason": row.failure_reason,
+        "failure_message": row.message if _client_fault(row.failure_reason) else None,
+        "answer": answer_text or "",
+        "citations": json.dumps([c.model_dump(mode="json") for c in citations]),
+        "confidence": None,
+        "model_used": row.model_name,
+        "latency_ms": row.latency_ms,
+        "resumed": True,
+    }
+
+
+def _client_fault(reason: str | None) -> bool:
+    from groundlock.contracts.reasons import CLIENT_INPUT_REASONS  # noqa: PLC0415
+
+    return reason is not None and reason in {r.value for r in CLIENT_INPUT_REASONS}
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A row refused before the chain (not JSON): answered FAILED, never recorded."""
+
+    message: str
+
+
+def _request(value: object, request_id: object, kind: str, job: str | None) -> object:
+    if kind == "question":
+        return {"user_question": value, "request_id": request_id, "run_id": job}
+    if not isinstance(value, str):
+        return _Refused(_NOT_JSON)
+    try:
+        bundle = json.loads(value)
+    except (ValueError, RecursionError):
+        return _Refused(_NOT_JSON)
+    if job is not None and isinstance(bundle, dict) and bundle.get("run_id") is None:
+        bundle["run_id"] = job
+    return bundle  # anything else is the chain's to refuse, with its reason
+
+
+def _refused_row(item: _Refused) -> dict[str, Any]:
+    return {
+        "request_id": None, "run_id": None, "status": "FAILED",
+        "failure_reason": "INPUT_SCHEMA_INVALID", "failure_message": item.message,
+        "answer": "", "citations": "[]", "confidence": None, "model_used": None,
+        "latency_ms": None, "resumed": False,
+    }  # fmt: skip
+
+
+def _response_row(item: PublicResponse, request: object) -> dict[str, Any]:
+    run_id = request.get("run_id") if isinstance(request, dict) else None
+    return {
+        "request_id": item.request_id,
+        "run_id": run_id if isinstance(run_id, str) else None,
+        "status": item.status.value,
+        "failure_reason": item.failure_reason.value if item.failure_reason else None,
+        "failure_message": item.failure_message,
+        "answer": item.answer,
+        "citations": json.dumps([c.model_dump(mode="json") for c in item.citations]),
+        "confidence": item.confidence.value if item.confidence else None,
+        "model_used": item.model_used,
+        "latency_ms": item.latency_ms,
+        "resumed": False,
+    }
+
+
+def judge(
+    frame: DataFrame,
+    policy: str = DEFAULT_POLICY,
+    *,
+    bundle_column: str = "bundle",
+    answer_column: str = "answer",
+) -> DataFrame:
+    """R5's verdict under ``policy`` on every stored answer of ``frame``; no model is called.
+
+    Each row holds the bundle the answer was given for (JSON text) and the answer's text;
+    the bundle goes through R2 and R3 under ``policy`` as the chain would, then the answer
+    through the firewall (:func:`~groundlock.validate_text`). Compare the verdicts with the
+    recorded ones to measure what a new policy or ruleset would change.
+    """
+    missing = [name for name in (bundle_column, answer_column) if name not in frame.columns]
+    if missing:
+        raise ValueError(f"the DataFrame has no column {missing[0]!r}")
+    load_policy(policy)  # a bad name fails here, on the driver, not in every task
+
+    def work(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _judge_batches(iter(batches), policy)
+
+    return frame.select(bundle_column, answer_column).mapInArrow(work, VERDICT_SCHEMA)
+
+
+def _judge_batches(batches: Iterator[pa.RecordBatch], policy_name: str) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa  # noqa: PLC0415
+
+    from groundlock.core.written_answer import validate_text  # noqa: PLC0415
+
+    policy = load_policy(policy_name)
+    schema = _arrow_schema(VERDICT_SCHEMA)
+    for batch in batches:
+        rows = []
+        for text, answer_text in zip(
+            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+        ):
+            request = _request(text, None, "bundle", None)
+            if isinstance(request, _Refused) or not isinstance(answer_text, str):
+                rows.append(_refused_verdict(policy, request))
+                continue
+            verdict = validate_text(answer_text, request, policy)
+            rows.append(
+                {
+                    "request_id": verdict.request_id,
+                    "validation_status": verdict.validation_status.value,
+                    "generation_status": verdict.generation_status.value,
+                    "failure_reason": verdict.failure_reason.value
+                    if verdict.failure_reason
+                    else None,
+                    "message": verdict.message,
+                    "policy_version": policy.policy_version,
+                    "firewall_ruleset": verdict.firewall_ruleset,
+                    "firewall_ruleset_sha256": verdict.firewall_ruleset_sha256,
+                    "findings": json.dumps([f.model_dump(mode="json") for f in verdict.findings]),
+                }
+            )
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _refused_verdict(policy: Policy, request: object) -> dict[str, Any]:
+    message = request.message if isinstance(request, _Refused) else "answer: not text"
+    return {
+        "request_id": None, "validation_status": "FAILED", "generation_status": "FAILED",
+        "failure_reason": "INPUT_SCHEMA_INVALID", "message": message,
+        "policy_version": policy.policy_version, "firewall_ruleset": None,
+        "firewall_ruleset_sha256": None, "findings": "[]",
+    }  # fmt: skip
+
+
+def _arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a DDL string of ours (string, double and boolean columns)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    types = {"string": pa.string(), "double": pa.float64(), "boolean": pa.bool_()}
+    return pa.schema(
+        [(name, types[kind]) for name, kind in (part.split() for part in ddl.split(","))]
+    )
