@@ -15,13 +15,12 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from groundlock.cli._shared import Parser, UsageError, store_option, table_lines
+from groundlock.cli._shared import Parser, UsageError, store_option
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
 
@@ -146,70 +145,16 @@ def _print_response(response: PublicResponse) -> None:
 
 
 def _ask_batch(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor, as_completed  # noqa: PLC0415
+    from groundlock.cli.batch import answer_file  # noqa: PLC0415  (only --batch needs it)
 
     if not 1 <= args.concurrency <= 256:
         raise UsageError("--concurrency must be between 1 and 256")
     try:
-        lines = args.batch.read_text("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        source = args.batch.open("rb")
+    except OSError as exc:
         raise UsageError(f"cannot read {args.batch}: {type(exc).__name__}") from None
-    bundles: list[object] = []
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                bundles.append(json.loads(line))
-            except (ValueError, RecursionError):
-                raise UsageError(f"{args.batch}:{number} is not JSON") from None
-    chain = _chain_for(args)
-    results: list[Any] = [None] * len(bundles)
-    seconds: list[float] = [0.0] * len(bundles)
-
-    def answer(index: int) -> int:
-        started = time.perf_counter()
-        results[index] = chain.invoke(bundles[index])
-        seconds[index] = time.perf_counter() - started
-        return index
-
-    with ThreadPoolExecutor(args.concurrency) as pool:
-        for done, future in enumerate(
-            as_completed(pool.submit(answer, i) for i in range(len(bundles))), start=1
-        ):
-            index = future.result()
-            if args.json:
-                sys.stdout.write(results[index].model_dump_json() + "\n")
-            _progress(done, len(bundles))
-    sys.stderr.write("\n")
-    _summary(results, seconds)
-    return 1 if any(r.status.value == "FAILED" for r in results) else 0
-
-
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    sys.stderr.flush()
-
-
-def _summary(results: list[Any], seconds: list[float]) -> None:
-    counts: dict[tuple[str, str], int] = {}
-    for response in results:
-        key = (
-            response.status.value,
-            response.failure_reason.value if response.failure_reason else "-",
-        )
-        counts[key] = counts.get(key, 0) + 1
-    rows = [[status, reason, str(n)] for (status, reason), n in sorted(counts.items())]
-    out = sys.stderr
-    for line in table_lines(["status", "failure_reason", "requests"], rows):
-        out.write(line + "\n")
-    if seconds:
-        ordered = sorted(seconds)
-        pick = [ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] for p in (50, 90, 99)]
-        out.write(
-            f"latency (s): p50 {pick[0]:.3f}  p90 {pick[1]:.3f}  p99 {pick[2]:.3f}  "
-            f"max {ordered[-1]:.3f}  ({len(ordered)} requests)\n"
-        )
+    with source:
+        return answer_file(args, _chain_for(args), source)
 
 
 def _validate(args: argparse.Namespace) -> int:
