@@ -228,36 +228,38 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
+def _item_fields(item: EvalItem, run_id: str, ms: float) -> dict[str, object]:
+    """The columns of a row that come from the item and the run, whatever the answer."""
+    return {
+        "record_id": uuid.uuid4().hex,
+        "timestamp_utc": datetime.now(UTC),
+        "run_id": run_id,
+        "item_id": item.id,
+        "question": item.question,
+        "gold_answer": item.gold_answer,
+        "answerable": item.answerable,
+        "expected_citations": item.expected_citations,
+        "latency_ms": ms,
+    }
+
+
 def _raised_row(item: EvalItem, run_id: str, ms: float) -> EvalRow:
     """The row of an item whose chain raised: FAILED, reason ``CHAIN_ERROR``, nothing cited."""
     precision, recall, refusal_correct, passed = score(item, "FAILED", ())
+    nothing = ("firewall_verdict", "firewall_reason", "firewall_ruleset", "support_coverage",
+               "policy_version", "model_name", "index_version", "embedding_model")  # fmt: skip
     return EvalRow.fitted(
         {
-            "record_id": uuid.uuid4().hex,
-            "timestamp_utc": datetime.now(UTC),
-            "run_id": run_id,
-            "item_id": item.id,
-            "question": item.question,
-            "gold_answer": item.gold_answer,
-            "answerable": item.answerable,
+            **_item_fields(item, run_id, ms),
+            **dict.fromkeys(nothing),
             "status": "FAILED",
             "failure_reason": CHAIN_ERROR,
             "answer": "",
             "actual_citations": (),
-            "expected_citations": item.expected_citations,
             "citation_precision": precision,
             "citation_recall": recall,
             "refusal_correct": refusal_correct,
             "passed": passed,
-            "firewall_verdict": None,
-            "firewall_reason": None,
-            "firewall_ruleset": None,
-            "support_coverage": None,
-            "policy_version": None,
-            "model_name": None,
-            "index_version": None,
-            "embedding_model": None,
-            "latency_ms": ms,
         }
     )
 
@@ -279,18 +281,11 @@ def _row(
     trace = judged.bundle.trace if judged is not None else None
     return EvalRow.fitted(
         {
-            "record_id": uuid.uuid4().hex,
-            "timestamp_utc": datetime.now(UTC),
-            "run_id": run_id,
-            "item_id": item.id,
-            "question": item.question,
-            "gold_answer": item.gold_answer,
-            "answerable": item.answerable,
+            **_item_fields(item, run_id, ms),
             "status": status,
             "failure_reason": response.failure_reason.value if response.failure_reason else None,
             "answer": response.answer,
             "actual_citations": actual,
-            "expected_citations": item.expected_citations,
             "citation_precision": precision,
             "citation_recall": recall,
             "refusal_correct": refusal_correct,
@@ -306,7 +301,6 @@ def _row(
             or (judged.execution.model_name if judged is not None else None),
             "index_version": trace.index_version if trace is not None else None,
             "embedding_model": trace.embedding_model if trace is not None else None,
-            "latency_ms": ms,
         }
     )
 
