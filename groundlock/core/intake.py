@@ -5,13 +5,19 @@ Input limits are checked on the raw value first, so a million-row or megabyte-ch
 is refused before pydantic spends time on it. Validation errors become one reason code,
 chosen by the spec's fail-fast order (V1 schema, V2 ranks, V3 similarity, V4 text), and a
 message that names the offending field by its path (``results[3].similarity_score``).
+
+Every row of every bundle is validated, whatever R2 will later admit; the cost is kept to
+what pydantic-core does in Rust. Checks over all rows (input limits, rank and chunk_id
+integrity) run as C passes (``map`` over ``operator`` getters, ``set``, ``max``) and walk the
+rows in Python only to name the row that fails, so the messages are the row-by-row ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -64,7 +70,7 @@ def read_bundle(payload: object, limits: InputLimits) -> RetrievalBundle | Rejec
         problem = _limit_problem(
             len(payload.results),
             payload.user_question,
-            (row.chunk_text for row in payload.results),
+            list(map(_CHUNK_TEXT, payload.results)),
             limits,
         )
         if problem:
@@ -129,18 +135,40 @@ def raw_limit_problem(payload: Mapping[str, Any], limits: InputLimits) -> str | 
     results = payload.get("results")
     rows: Sequence[Any] = results if isinstance(results, list | tuple) else ()
     question = payload.get("user_question")
-    # ``type(row) is dict`` first: a JSON row is a dict, and the ABC check costs ~1 us a row.
-    texts = (row.get("chunk_text") for row in rows if type(row) is dict or isinstance(row, Mapping))
+    if len(rows) > limits.max_results:  # refused on its length, before any row is read
+        return _limit_problem(len(rows), "", (), limits)
+    texts: list[object]
+    if not rows or set(map(type, rows)) == _DICT_ONLY:  # JSON rows: no check per row
+        texts = [row.get("chunk_text") for row in rows]
+    else:
+        # A row that is no mapping is skipped (validation refuses it), so indexes count
+        # mappings only. ``type(row) is dict`` first: the ABC check costs ~1 us a row.
+        texts = [
+            row.get("chunk_text") for row in rows if type(row) is dict or isinstance(row, Mapping)
+        ]
     return _limit_problem(len(rows), question if isinstance(question, str) else "", texts, limits)
 
 
+_CHUNK_TEXT = attrgetter("chunk_text")
+_DICT_ONLY = {dict}
+_STR_ONLY = {str}
+
+
 def _limit_problem(
-    row_count: int, question: str, texts: Iterable[object], limits: InputLimits
+    row_count: int, question: str, texts: Sequence[object], limits: InputLimits
 ) -> str | None:
     if row_count > limits.max_results:
         return f"results: {row_count} rows exceed the limit of {limits.max_results}"
     if len(question) > limits.max_question_chars:
         return f"user_question: longer than the limit of {limits.max_question_chars} characters"
+    # The usual case in C: every text a string, none too long. Anything else (a null or
+    # non-string text, which validation refuses later, or a long one) is looked at row by
+    # row, to name the first long text.
+    if not texts or (
+        set(map(type, texts)) == _STR_ONLY
+        and max(map(len, cast("list[str]", texts))) <= limits.max_chunk_chars
+    ):
+        return None
     for index, text in enumerate(texts):
         if isinstance(text, str) and len(text) > limits.max_chunk_chars:
             return (

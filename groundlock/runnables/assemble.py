@@ -8,7 +8,7 @@ from typing_extensions import override
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.retrieval import RetrievalBundle
 from groundlock.contracts.state import Assembled
-from groundlock.core.evidence_assembly import assemble
+from groundlock.core.evidence_assembly import assemble_read
 from groundlock.core.intake import read_bundle
 from groundlock.core.skipped import failed_state
 from groundlock.runnables._stage import PolicyStage
@@ -43,7 +43,7 @@ class AssembleEvidence(PolicyStage[RetrievalBundle, Assembled]):
     def _work(self, stage_input: object, config: RunnableConfig) -> Assembled:
         read = read_bundle(stage_input, self.policy.input_limits)
         retrieval = read if isinstance(read, RetrievalBundle) else None
-        return Assembled.of(assemble(read, self.policy), retrieval)
+        return Assembled.of(assemble_read(read, self.policy), retrieval)
 
     @override
     def _fail_closed(self, stage_input: object, reason: ReasonCode, message: str) -> Assembled:
