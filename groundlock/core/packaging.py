@@ -25,6 +25,7 @@ from groundlock.policies.ruleset import load_ruleset
 
 __all__ = [
     "NO_USAGE",
+    "confidence_for",
     "failed_response",
     "package_response",
     "public_citations",
@@ -114,7 +115,12 @@ def confidence_of(state: Judged, policy: Policy) -> Confidence:
     The evidence the prompt held (after R3's pruning) is what the answer could rest on.
     At a threshold counts as reaching it.
     """
-    top = max((e.similarity_score for e in state.bundle.selected_evidence), default=0.0)
+    return confidence_for(state.bundle.selected_evidence, policy)
+
+
+def confidence_for(evidence: Sequence[SelectedEvidence], policy: Policy) -> Confidence:
+    """:func:`confidence_of` for the evidence a prompt held (the Spark runner's resume)."""
+    top = max((e.similarity_score for e in evidence), default=0.0)
     thresholds = policy.confidence
     if top >= thresholds.high:
         return Confidence.HIGH

@@ -7,19 +7,32 @@ model client are loaded once per worker, not once per row or batch.
 
 Exactly once in the trail. Spark re-runs a task that failed, and may run a slow one twice
 (speculation). Every request is recorded under ``(request_id, run_id)``; the run id is the
-job's (``run_id=``, or one drawn on the driver for the job), so a re-run of a request
-records the same key, and the trail keeps the first row of a key
+job's (``run_id=``, or one drawn on the driver for the job; a bundle's own is kept), so a
+re-run of a request has the same key, and the trail keeps the first row of a key
 (:class:`~groundlock.DeltaAuditStore`'s key rule, which holds across processes and commits).
-A batch's rows are committed before the batch leaves the task (a strict flush): a task
-reported done never leaves its rows on a disk that may go with the executor. A retry of a
-task that died halfway re-records its first half under the same keys, and they are dropped.
-A request whose bundle has no usable ``request_id`` cannot be keyed: it is recorded, once
-per execution, as the input it was.
+A batch's rows are committed before the batch leaves the task (a strict flush), and a
+trail that refuses rows fails the task: a task reported done never leaves its rows on a
+disk that may go with the executor, and a job never succeeds with requests unrecorded.
+
+A task resumes. Before it answers a batch it reads back what the trail already records for
+its keys (what a dead attempt committed, or a whole earlier run of the job), after
+committing what a dead attempt on the same host left in its spool. A record is read back,
+not answered or paid for again, only if it is this request's: R1-R3 run again with no model
+and must build the prompt the record names, and the cited entries must hash to the
+outcome the record says its caller received. A record of a passing failure (a model,
+provider or store fault) is answered again; so is a request whose evidence has changed.
+The trail then keeps that execution under a run id of its own. A key repeated within a task
+is refused (``INPUT_SCHEMA_INVALID``), never answered twice. A request whose bundle has no
+usable ``request_id`` cannot be keyed: it is recorded once per execution, as the input it
+was. With speculative execution on (Spark's default is off), two live attempts can both
+answer a request before either commits; a model that answers differently the second time
+leaves that answer under a run id of its own, never lost.
 
 Model calls. ``max_concurrency`` bounds the calls in flight per worker process (LangChain's
 own ``batch``), and ``requests_per_second`` paces them (LangChain's ``InMemoryRateLimiter``
-on the chat model, shared by every task of the process). A provider's quota is divided
-between workers: set both per worker, as quota / workers.
+on the chat model, shared by every task of the process). Both are per Python worker
+process, which in Spark is per task slot (executors x cores): set both as the provider's
+quota divided by the slots.
 """
 
 from __future__ import annotations
@@ -66,6 +79,17 @@ VERDICT_SCHEMA = (
 """The DataFrame ``judge`` returns: R5's verdict per stored answer (``findings`` as JSON)."""
 
 _NOT_JSON = "bundle: not a JSON object (the row's text is not JSON)"
+_REPEATED = "request_id: repeated in this job (another row has the same request_id and run_id)"
+_UNRECORDED = "AUDIT_WRITE_FAILED"
+_ANSWER_AGAIN = frozenset(
+    {
+        "RETRIEVAL_FAILED", "MODEL_UNAVAILABLE", "MODEL_DEADLINE_EXCEEDED", "MODEL_RATE_LIMITED",
+        "PROVIDER_QUOTA_EXHAUSTED", "PROVIDER_AUTH_FAILED", "MODEL_NOT_FOUND", "MODEL_ERROR",
+        "SUPPORT_JUDGE_FAILED", "AUDIT_WRITE_FAILED", "INTERNAL_ERROR",
+    }
+)  # fmt: skip
+"""Failures that say nothing about the request (a model, provider, judge or store fault):
+a record of one is answered again on resume, not read back."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +114,12 @@ class ChainSpec:
     """Model calls in flight per worker process."""
     requests_per_second: float | None = None
     """Model calls started per second per worker process (None: unpaced)."""
-    key: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
-    """Which built chain a worker reuses; a new spec builds a new chain."""
+    key: str = field(init=False, compare=False)
+    """Which built chain a worker reuses: drawn for every new spec (``dataclasses.replace``
+    included), kept when the spec is pickled to the workers."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "key", uuid.uuid4().hex)
         if not 1 <= self.max_concurrency <= 256:
             raise ValueError("max_concurrency must be between 1 and 256")
         if self.requests_per_second is not None and not self.requests_per_second > 0:
@@ -116,8 +142,12 @@ class ChainSpec:
             front = RetrievalFront.over_index(index, top_k=self.top_k)
             policy_name = self.policy or LEXICAL_POLICY
         policy = load_policy(policy_name)
+        # Every worker of a job appends to one trail, and appends are serialised across
+        # writers (the key guard): a commit may lose a few races before it lands.
         store = (
-            DeltaAuditStore(self.store, self.storage_options) if self.store is not None else None
+            DeltaAuditStore(self.store, self.storage_options, commit_attempts=_COMMIT_ATTEMPTS)
+            if self.store is not None
+            else None
         )
         chain = grounded_answer_chain(
             model=self._model(policy), policy=policy, store=store, front=front
@@ -160,12 +190,20 @@ class _Worker:
 
 _BUILT: dict[str, _Worker] = {}
 _BUILD_LOCK = threading.Lock()
+_KEEP_BUILT = 4
+"""Chains a worker process keeps: a long-lived worker runs job after job, each with a spec
+of its own; the oldest is dropped (and its store closed) when a fifth arrives."""
+_COMMIT_ATTEMPTS = 30
 
 
 def _built(spec: ChainSpec) -> _Worker:
     """This process's chain for ``spec``: built on its first task, reused by the next."""
     with _BUILD_LOCK:
         if spec.key not in _BUILT:
+            while len(_BUILT) >= _KEEP_BUILT:
+                oldest = _BUILT.pop(next(iter(_BUILT)))
+                if oldest.store is not None:
+                    oldest.store.close()
             _BUILT[spec.key] = spec.build()
         return _BUILT[spec.key]
 
@@ -210,9 +248,19 @@ def _answer_batches(
 ) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa  # noqa: PLC0415  (in the worker: the spark extra brings it)
 
+    from groundlock.stores.sink import AuditUnavailable  # noqa: PLC0415
+
     worker = _built(spec)
     config = RunnableConfig(max_concurrency=spec.max_concurrency)
     schema = _arrow_schema(RESPONSE_SCHEMA)
+    seen: set[tuple[str, str]] = set()
+    if worker.store is not None:
+        problem = worker.store.problem()
+        if problem is not None:  # fail the task before any model is paid for
+            raise AuditUnavailable(problem)
+        # What a dead attempt on this host left in its spool is committed first, so that
+        # it is read back below instead of being answered again.
+        worker.store.recover()
     for batch in batches:
         values = batch.column(0).to_pylist()
         ids = batch.column(1).to_pylist() if kind == "question" else [None] * len(values)
@@ -220,46 +268,72 @@ def _answer_batches(
         rows: list[dict[str, Any] | None] = [
             _refused_row(item) if isinstance(item, _Refused) else None for item in inputs
         ]
+        keys: dict[int, tuple[str, str]] = {}
+        for position, item in enumerate(inputs):
+            key = _key(item)
+            if key is not None and key in seen:
+                rows[position] = _refused_row(_Refused(_REPEATED), key)
+            elif key is not None:
+                seen.add(key)
+                keys[position] = key
         if worker.store is not None:
             # A retried task resumes: what an earlier attempt recorded is read back, not
             # answered (nor paid for) again.
-            keys = {i: key for i, item in enumerate(inputs) if (key := _key(item)) is not None}
             recorded = worker.store.recorded(list(keys.values()))
             for position, key in keys.items():
-                if key in recorded:
+                if key in recorded and rows[position] is None:
                     rows[position] = _resumed_row(worker, inputs[position], recorded[key])
         pending = [i for i, row in enumerate(rows) if row is None]
         answered = worker.chain.batch([inputs[i] for i in pending], config=config)
         for position, response in zip(pending, answered, strict=True):
             rows[position] = _response_row(response, inputs[position])
         if worker.store is not None:
+            if any(row and row["failure_reason"] == _UNRECORDED for row in rows):
+                # The trail refused rows: fail the task (Spark retries it) rather than let
+                # a job succeed with requests answered and not recorded.
+                raise AuditUnavailable("the audit trail refused this batch's rows")
             worker.store.flush(strict=True)  # this batch's rows are in the trail before it leaves
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
 def _key(request: object) -> tuple[str, str] | None:
-    """The trail key a request will be recorded under, if it has one."""
+    """The trail key a request will be recorded under, if it has a valid one."""
+    from groundlock.core.intake import salvage_identity  # noqa: PLC0415
+
     if not isinstance(request, dict):
         return None
-    request_id, run_id = request.get("request_id"), request.get("run_id")
-    if isinstance(request_id, str) and isinstance(run_id, str):
-        return (request_id, run_id)
-    return None
+    request_id, run_id = salvage_identity(request)
+    if request_id is None or run_id is None:
+        return None
+    return (request_id, run_id)
 
 
 def _resumed_row(worker: _Worker, request: object, row: ValidationRow) -> dict[str, Any] | None:
-    """The response a recorded request gave, read back from its trail record.
+    """The response a recorded request gave, read back from its trail record; None to answer.
 
-    R1 and R2 run again (no model) to show the cited entries; if they no longer hash to
-    what the record says its caller received (the index changed since), None: the request
-    is answered again, and the trail records that execution under a run id of its own.
+    A record is read back only if it is this request's: R1, R2 and R3 run again (no model)
+    and must build the prompt the record names (the same question, evidence and policy),
+    and the cited entries must hash to what the record says its caller received. A request
+    that failed for a passing reason (a model, provider or store fault) is answered again;
+    so is one whose evidence changed since (a re-indexed source). The trail records such
+    a new execution under a run id of its own.
     """
+    from groundlock.contracts.state import Assembled  # noqa: PLC0415
     from groundlock.core.audit import outcome_sha256  # noqa: PLC0415
     from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
-    from groundlock.core.packaging import public_citations  # noqa: PLC0415
+    from groundlock.core.packaging import confidence_for, public_citations  # noqa: PLC0415
+    from groundlock.core.prompt_build import build_prompt  # noqa: PLC0415
 
+    if row.failure_reason in _ANSWER_AGAIN:
+        return None
+    policy = worker.policy
     retrieval = worker.front.invoke(request) if worker.front is not None else request
-    evidence = assemble(retrieval, worker.policy).selected_evidence
+    prompted = build_prompt(Assembled.of(assemble(retrieval, policy)), policy)
+    if prompted.prompt.prompt_sha256 != row.prompt_sha256:
+        return None
+    if row.prompt_sha256 is None and prompted.status.value != row.status:
+        return None  # no prompt either way: R2 or R3 decided, and must decide alike again
+    evidence = prompted.bundle.selected_evidence
     by_anchor = {entry.anchor: entry for entry in evidence}
     anchors = row.validated_citations
     cited = tuple(by_anchor[a].chunk_id for a in anchors if a in by_anchor)
@@ -267,7 +341,7 @@ def _resumed_row(worker: _Worker, request: object, row: ValidationRow) -> dict[s
     if outcome_sha256(row.status, row.failure_reason, answer_text, cited) != row.outcome_sha256:
         return None
     ok = row.status == "OK"
-    citations = public_citations(evidence, anchors, worker.policy) if ok else ()
+    citations = public_citations(evidence, anchors, policy) if ok else ()
     return {
         "request_id": row.request_id,
         "run_id": row.run_id,
@@ -276,8 +350,8 @@ def _resumed_row(worker: _Worker, request: object, row: ValidationRow) -> dict[s
         "failure_message": row.message if _client_fault(row.failure_reason) else None,
         "answer": answer_text or "",
         "citations": json.dumps([c.model_dump(mode="json") for c in citations]),
-        "confidence": None,
-        "model_used": row.model_name,
+        "confidence": confidence_for(evidence, policy).value if ok else None,
+        "model_used": row.model_name if row.attempts else None,
         "latency_ms": row.latency_ms,
         "resumed": True,
     }
@@ -310,9 +384,10 @@ def _request(value: object, request_id: object, kind: str, job: str | None) -> o
     return bundle  # anything else is the chain's to refuse, with its reason
 
 
-def _refused_row(item: _Refused) -> dict[str, Any]:
+def _refused_row(item: _Refused, key: tuple[str, str] | None = None) -> dict[str, Any]:
     return {
-        "request_id": None, "run_id": None, "status": "FAILED",
+        "request_id": key[0] if key else None, "run_id": key[1] if key else None,
+        "status": "FAILED",
         "failure_reason": "INPUT_SCHEMA_INVALID", "failure_message": item.message,
         "answer": "", "citations": "[]", "confidence": None, "model_used": None,
         "latency_ms": None, "resumed": False,
@@ -353,7 +428,12 @@ def judge(
     missing = [name for name in (bundle_column, answer_column) if name not in frame.columns]
     if missing:
         raise ValueError(f"the DataFrame has no column {missing[0]!r}")
-    load_policy(policy)  # a bad name fails here, on the driver, not in every task
+    loaded = load_policy(policy)  # a bad name fails here, on the driver, not in every task
+    if loaded.support_judge is not None:
+        raise ValueError(
+            f"{loaded.policy_version} asks a support judge, which judge() does not call: "
+            "re-judge under a policy without one, or answer again with answer()"
+        )
 
     def work(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
         return _judge_batches(iter(batches), policy)

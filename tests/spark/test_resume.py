@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from groundlock import DeltaAuditStore
+from groundlock.contracts.audit_rows import ValidationRow
+from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.spark import ChainSpec
-from groundlock.spark.runner import _key, _resumed_row
+from groundlock.spark.runner import _answer_batches, _key, _resumed_row
+from groundlock.stores.sink import AuditUnavailable
 from tests.builders import make_bundle, make_row
 
 SEAL = "Replace the seal every 500 hours."
@@ -14,8 +23,10 @@ SEAL = "Replace the seal every 500 hours."
 
 def _bundle(**fields: object) -> dict[str, object]:
     rows = [make_row(0, chunk_text=SEAL), make_row(1, chunk_text="Grease the bearing weekly.")]
-    return make_bundle(rows, request_id="r-1", run_id="job", user_question="When is the seal "
-                       "replaced?", **fields)  # fmt: skip
+    question = "When is the seal replaced?"
+    given: dict[str, object] = {"request_id": "r-1", "run_id": "job",
+                                "user_question": question, **fields}  # fmt: skip
+    return make_bundle(rows, **given)
 
 
 def test_a_recorded_request_reads_back_as_it_was_answered(tmp_path: Path) -> None:
@@ -53,3 +64,85 @@ def test_a_store_without_a_trail_yet_holds_no_record(tmp_path: Path) -> None:
     worker = ChainSpec(store=str(tmp_path / "audit")).build()
     assert worker.store is not None
     assert worker.store.recorded([("r-1", "job")]) == {}
+
+
+# -- one Spark task's work, run in this process over Arrow batches ---------------------------
+
+
+def _task(spec: ChainSpec, bundles: list[dict[str, object]], job: str = "job") -> list[dict]:
+    import pyarrow as pa  # noqa: PLC0415  (the spark extra)
+
+    batch = pa.RecordBatch.from_pydict({"bundle": [json.dumps(b) for b in bundles]})
+    out = list(_answer_batches(iter([batch]), spec, "bundle", job))
+    return [row for part in out for row in part.to_pylist()]
+
+
+class _Broken(ExtractiveChatModel):
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("the provider is down")
+
+
+def _broken() -> ExtractiveChatModel:
+    return _Broken()
+
+
+def test_a_repeated_key_in_a_task_is_refused_not_answered_twice(tmp_path: Path) -> None:
+    spec = ChainSpec(store=str(tmp_path / "audit"))
+    other = _bundle(user_question="How often is the bearing greased?")
+    rows = _task(spec, [_bundle(), other])
+    assert [r["status"] for r in rows] == ["OK", "FAILED"]
+    assert rows[1]["failure_reason"] == "INPUT_SCHEMA_INVALID"
+    assert rows[1]["failure_message"].startswith("request_id: repeated in this job")
+    assert rows[1]["request_id"] == "r-1"
+    assert len(DeltaAuditStore(tmp_path / "audit").select(ValidationRow)) == 1
+
+
+def test_a_record_of_another_question_under_the_same_key_is_not_read_back(
+    tmp_path: Path,
+) -> None:
+    spec = ChainSpec(store=str(tmp_path / "audit"))
+    first = _task(spec, [_bundle()])
+    other = _task(spec, [_bundle(user_question="How often is the bearing greased?")])
+    assert first[0]["answer"].startswith(SEAL)
+    # The second job's request has the same key but another prompt: answered, not resumed.
+    assert other[0]["resumed"] is False
+    assert SEAL not in other[0]["answer"]
+    again = _task(spec, [_bundle()])
+    assert (again[0]["resumed"], again[0]["answer"]) == (True, first[0]["answer"])
+    assert again[0]["confidence"] == first[0]["confidence"] == "high"
+    assert again[0]["model_used"] == first[0]["model_used"]
+
+
+def test_a_request_that_failed_for_a_passing_reason_is_answered_again(tmp_path: Path) -> None:
+    store = str(tmp_path / "audit")
+    failed = _task(ChainSpec(store=store, model=_broken), [_bundle()])
+    assert (failed[0]["status"], failed[0]["failure_reason"]) == ("FAILED", "MODEL_ERROR")
+    answered = _task(ChainSpec(store=store), [_bundle()])
+    assert (answered[0]["status"], answered[0]["resumed"]) == ("OK", False)
+    # Both executions are in the trail: the failure, and the answer under a run id of its own.
+    recorded = sorted(
+        (row.status, row.run_id or "") for row in DeltaAuditStore(store).select(ValidationRow)
+    )
+    assert recorded[0][0] == "FAILED"
+    assert recorded[1][0] == "OK"
+    assert recorded[0][1] == "job"
+    assert recorded[1][1].startswith("job~")
+    # A request refused for its own input is read back, not tried again.
+    bad = _bundle(results=[make_row(0, chunk_text=SEAL, similarity=0.1)])
+    store2 = str(tmp_path / "audit2")
+    assert _task(ChainSpec(store=store2), [bad])[0]["status"] == "NO_EVIDENCE"
+    assert _task(ChainSpec(store=store2), [bad])[0]["resumed"] is True
+
+
+def test_a_trail_that_refuses_rows_fails_the_task(tmp_path: Path) -> None:
+    (tmp_path / "audit").write_text("a file where the trail's folder should be")
+    with pytest.raises(AuditUnavailable):
+        _task(ChainSpec(store=str(tmp_path / "audit")), [_bundle()])
+
+
+def test_a_replaced_spec_builds_its_own_chain() -> None:
+    base = ChainSpec(policy="R2_POLICY_V1")
+    changed = dataclasses.replace(base, policy="R2_POLICY_V2")
+    assert changed.key != base.key
+    # The workers reuse the driver's (Spark pickles the spec with the task).
+    assert pickle.loads(pickle.dumps(base)).key == base.key  # noqa: S301  (our own bytes)
