@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import sys
@@ -153,8 +154,10 @@ def _ask_batch(args: argparse.Namespace) -> int:
         source = args.batch.open("rb")
     except OSError as exc:
         raise UsageError(f"cannot read {args.batch}: {type(exc).__name__}") from None
+    chain = _chain_for(args)
+    gc.freeze()  # the chain lives as long as the run: kept out of every full collection
     with source:
-        return answer_file(args, _chain_for(args), source)
+        return answer_file(args, chain, source)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ quota divided by the slots.
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import uuid
@@ -205,6 +206,9 @@ def _built(spec: ChainSpec) -> _Worker:
                 if oldest.store is not None:
                     oldest.store.close()
             _BUILT[spec.key] = spec.build()
+            # The chain lives as long as the worker: out of the collector's sight, so a full
+            # collection does not walk it every few large bundles (as groundlock serve does).
+            gc.freeze()
         return _BUILT[spec.key]
 
 
