@@ -15,6 +15,8 @@ pyarrow and pandas, which its Arrow UDFs need). Delta is read and written by del
 workers, never by Spark's JVM (a Delta JVM package would be downloaded at run time).
 """
 
-from groundlock.spark.runner import RESPONSE_SCHEMA, VERDICT_SCHEMA, ChainSpec, answer, judge
+from groundlock.spark.answering import RESPONSE_SCHEMA, answer
+from groundlock.spark.rejudging import VERDICT_SCHEMA, judge
+from groundlock.spark.spec import ChainSpec
 
 __all__ = ["RESPONSE_SCHEMA", "VERDICT_SCHEMA", "ChainSpec", "answer", "judge"]

@@ -14,7 +14,7 @@ from groundlock import DeltaAuditStore
 from groundlock.contracts.audit_rows import ValidationRow
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.spark import ChainSpec
-from groundlock.spark.runner import _answer_batches, _key, _resumed_row
+from groundlock.spark.answering import _answer_batches, _key, _resumed_row
 from groundlock.stores.sink import AuditUnavailable
 from tests.builders import make_bundle, make_row
 

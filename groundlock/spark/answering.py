@@ -1,9 +1,4 @@
-"""``answer`` and ``judge``: the chain and the firewall as Arrow batch UDFs over DataFrames.
-
-What runs where. The driver only plans: it builds no chain and opens no table. Each Python
-worker process builds the chain of a :class:`ChainSpec` once (kept per process, keyed by
-the spec) and reuses it for every task Spark gives it, so a policy, a token encoder and a
-model client are loaded once per worker, not once per row or batch.
+"""``answer``: the chain over a DataFrame of bundles or questions, exactly once in the trail.
 
 Exactly once in the trail. Spark re-runs a task that failed, and may run a slow one twice
 (speculation). Every request is recorded under ``(request_id, run_id)``; the run id is the
@@ -37,31 +32,24 @@ quota divided by the slots.
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 
-from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.spark.rows import Refused, arrow_schema, request_of
+from groundlock.spark.spec import ChainSpec, Worker, built
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from langchain_core.language_models import BaseChatModel
-    from langchain_core.runnables import RunnableSequence
     from pyspark.sql import DataFrame
 
     from groundlock.contracts.audit_rows import ValidationRow
     from groundlock.contracts.response import PublicResponse
-    from groundlock.policies.model import Policy
-    from groundlock.runnables.retrieve import RetrievalFront
-    from groundlock.stores.delta import DeltaAuditStore
 
-__all__ = ["RESPONSE_SCHEMA", "VERDICT_SCHEMA", "ChainSpec", "answer", "judge"]
+__all__ = ["RESPONSE_SCHEMA", "answer"]
 
 RESPONSE_SCHEMA = (
     "request_id string, run_id string, status string, failure_reason string, "
@@ -72,14 +60,6 @@ RESPONSE_SCHEMA = (
 the public citations as a JSON list; ``resumed`` marks a response read back from the trail,
 recorded by an earlier attempt of its task or an earlier run of the job)."""
 
-VERDICT_SCHEMA = (
-    "request_id string, validation_status string, generation_status string, "
-    "failure_reason string, message string, policy_version string, firewall_ruleset string, "
-    "firewall_ruleset_sha256 string, findings string"
-)
-"""The DataFrame ``judge`` returns: R5's verdict per stored answer (``findings`` as JSON)."""
-
-_NOT_JSON = "bundle: not a JSON object (the row's text is not JSON)"
 _REPEATED = "request_id: repeated in this job (another row has the same request_id and run_id)"
 _UNRECORDED = "AUDIT_WRITE_FAILED"
 _ANSWER_AGAIN = frozenset(
@@ -91,125 +71,6 @@ _ANSWER_AGAIN = frozenset(
 )  # fmt: skip
 """Failures that say nothing about the request (a model, provider, judge or store fault):
 a record of one is answered again on resume, not read back."""
-
-
-@dataclass(frozen=True)
-class ChainSpec:
-    """What each worker builds its chain from: picklable, built where it runs.
-
-    ``model`` is a ``provider:model`` string, a picklable callable returning a LangChain
-    chat model (a local test double, a configured client), or None for the offline
-    extractive model. ``policy`` a built-in name or a policy file's path the workers can
-    read (by default the library's default, or ``LEXICAL_POLICY_V1`` over a lexical
-    ``index``). ``store`` the audit trail's path or URI (every worker writes to it);
-    ``index`` a Delta index (built by ``groundlock index``) for question input.
-    """
-
-    policy: str | None = None
-    model: str | Callable[[], BaseChatModel] | None = None
-    store: str | None = None
-    storage_options: dict[str, str] | None = None
-    index: str | None = None
-    top_k: int = 8
-    max_concurrency: int = 4
-    """Model calls in flight per worker process."""
-    requests_per_second: float | None = None
-    """Model calls started per second per worker process (None: unpaced)."""
-    key: str = field(init=False, compare=False)
-    """Which built chain a worker reuses: drawn for every new spec (``dataclasses.replace``
-    included), kept when the spec is pickled to the workers."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", uuid.uuid4().hex)
-        if not 1 <= self.max_concurrency <= 256:
-            raise ValueError("max_concurrency must be between 1 and 256")
-        if self.requests_per_second is not None and not self.requests_per_second > 0:
-            raise ValueError("requests_per_second must be positive")
-        if not 1 <= self.top_k <= 100:
-            raise ValueError("top_k must be between 1 and 100")
-
-    def build(self) -> _Worker:
-        """The chain and what goes with it, as a worker builds them (also usable locally)."""
-        from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
-        from groundlock.stores.delta import DeltaAuditStore  # noqa: PLC0415
-
-        front = None
-        policy_name = self.policy or DEFAULT_POLICY
-        if self.index is not None:
-            from groundlock.lakehouse import LEXICAL_POLICY, open_lexical_index  # noqa: PLC0415
-            from groundlock.runnables.retrieve import RetrievalFront  # noqa: PLC0415
-
-            index = open_lexical_index(self.index, storage_options=self.storage_options)
-            front = RetrievalFront.over_index(index, top_k=self.top_k)
-            policy_name = self.policy or LEXICAL_POLICY
-        policy = load_policy(policy_name)
-        # Every worker of a job appends to one trail, and appends are serialised across
-        # writers (the key guard): a commit may lose a few races before it lands.
-        store = (
-            DeltaAuditStore(self.store, self.storage_options, commit_attempts=_COMMIT_ATTEMPTS)
-            if self.store is not None
-            else None
-        )
-        chain = grounded_answer_chain(
-            model=self._model(policy), policy=policy, store=store, front=front
-        )
-        return _Worker(chain=chain, store=store, policy=policy, front=front)
-
-    def _model(self, policy: Policy) -> BaseChatModel:
-        from groundlock.providers.chat import chat_model_from_spec  # noqa: PLC0415
-        from groundlock.providers.extractive import ExtractiveChatModel  # noqa: PLC0415
-
-        if isinstance(self.model, str):
-            model = chat_model_from_spec(self.model)
-        elif self.model is not None:
-            model = self.model()
-        else:
-            model = ExtractiveChatModel(
-                refusal_text=policy.refusal_text, firewall_ruleset=policy.firewall_ruleset
-            )
-        if self.requests_per_second is None:
-            return model
-        from langchain_core.rate_limiters import InMemoryRateLimiter  # noqa: PLC0415
-
-        limiter = InMemoryRateLimiter(
-            requests_per_second=self.requests_per_second,
-            check_every_n_seconds=min(0.1, 0.5 / self.requests_per_second),
-            max_bucket_size=1,  # no burst: a worker never starts more than the pace allows
-        )
-        return model.model_copy(update={"rate_limiter": limiter})
-
-
-@dataclass(frozen=True, slots=True)
-class _Worker:
-    """A worker process's chain, with the store, policy and front it was built with."""
-
-    chain: RunnableSequence[Any, Any]
-    store: DeltaAuditStore | None
-    policy: Policy
-    front: RetrievalFront | None
-
-
-_BUILT: dict[str, _Worker] = {}
-_BUILD_LOCK = threading.Lock()
-_KEEP_BUILT = 4
-"""Chains a worker process keeps: a long-lived worker runs job after job, each with a spec
-of its own; the oldest is dropped (and its store closed) when a fifth arrives."""
-_COMMIT_ATTEMPTS = 30
-
-
-def _built(spec: ChainSpec) -> _Worker:
-    """This process's chain for ``spec``: built on its first task, reused by the next."""
-    with _BUILD_LOCK:
-        if spec.key not in _BUILT:
-            while len(_BUILT) >= _KEEP_BUILT:
-                oldest = _BUILT.pop(next(iter(_BUILT)))
-                if oldest.store is not None:
-                    oldest.store.close()
-            _BUILT[spec.key] = spec.build()
-            # The chain lives as long as the worker: out of the collector's sight, so a full
-            # collection does not walk it every few large bundles (as groundlock serve does).
-            gc.freeze()
-        return _BUILT[spec.key]
 
 
 def answer(
@@ -254,9 +115,9 @@ def _answer_batches(
 
     from groundlock.stores.sink import AuditUnavailable  # noqa: PLC0415
 
-    worker = _built(spec)
+    worker = built(spec)
     config = RunnableConfig(max_concurrency=spec.max_concurrency)
-    schema = _arrow_schema(RESPONSE_SCHEMA)
+    schema = arrow_schema(RESPONSE_SCHEMA)
     seen: set[tuple[str, str]] = set()
     if worker.store is not None:
         problem = worker.store.problem()
@@ -268,15 +129,15 @@ def _answer_batches(
     for batch in batches:
         values = batch.column(0).to_pylist()
         ids = batch.column(1).to_pylist() if kind == "question" else [None] * len(values)
-        inputs = [_request(v, i, kind, job) for v, i in zip(values, ids, strict=True)]
+        inputs = [request_of(v, i, kind, job) for v, i in zip(values, ids, strict=True)]
         rows: list[dict[str, Any] | None] = [
-            _refused_row(item) if isinstance(item, _Refused) else None for item in inputs
+            _refused_row(item) if isinstance(item, Refused) else None for item in inputs
         ]
         keys: dict[int, tuple[str, str]] = {}
         for position, item in enumerate(inputs):
             key = _key(item)
             if key is not None and key in seen:
-                rows[position] = _refused_row(_Refused(_REPEATED), key)
+                rows[position] = _refused_row(Refused(_REPEATED), key)
             elif key is not None:
                 seen.add(key)
                 keys[position] = key
@@ -312,7 +173,7 @@ def _key(request: object) -> tuple[str, str] | None:
     return (request_id, run_id)
 
 
-def _resumed_row(worker: _Worker, request: object, row: ValidationRow) -> dict[str, Any] | None:
+def _resumed_row(worker: Worker, request: object, row: ValidationRow) -> dict[str, Any] | None:
     """The response a recorded request gave, read back from its trail record; None to answer.
 
     A record is read back only if it is this request's: R1, R2 and R3 run again (no model)
@@ -367,28 +228,7 @@ def _client_fault(reason: str | None) -> bool:
     return reason is not None and reason in {r.value for r in CLIENT_INPUT_REASONS}
 
 
-@dataclass(frozen=True, slots=True)
-class _Refused:
-    """A row refused before the chain (not JSON): answered FAILED, never recorded."""
-
-    message: str
-
-
-def _request(value: object, request_id: object, kind: str, job: str | None) -> object:
-    if kind == "question":
-        return {"user_question": value, "request_id": request_id, "run_id": job}
-    if not isinstance(value, str):
-        return _Refused(_NOT_JSON)
-    try:
-        bundle = json.loads(value)
-    except (ValueError, RecursionError):
-        return _Refused(_NOT_JSON)
-    if job is not None and isinstance(bundle, dict) and bundle.get("run_id") is None:
-        bundle["run_id"] = job
-    return bundle  # anything else is the chain's to refuse, with its reason
-
-
-def _refused_row(item: _Refused, key: tuple[str, str] | None = None) -> dict[str, Any]:
+def _refused_row(item: Refused, key: tuple[str, str] | None = None) -> dict[str, Any]:
     return {
         "request_id": key[0] if key else None, "run_id": key[1] if key else None,
         "status": "FAILED",
@@ -413,88 +253,3 @@ def _response_row(item: PublicResponse, request: object) -> dict[str, Any]:
         "latency_ms": item.latency_ms,
         "resumed": False,
     }
-
-
-def judge(
-    frame: DataFrame,
-    policy: str = DEFAULT_POLICY,
-    *,
-    bundle_column: str = "bundle",
-    answer_column: str = "answer",
-) -> DataFrame:
-    """R5's verdict under ``policy`` on every stored answer of ``frame``; no model is called.
-
-    Each row holds the bundle the answer was given for (JSON text) and the answer's text;
-    the bundle goes through R2 and R3 under ``policy`` as the chain would, then the answer
-    through the firewall (:func:`~groundlock.validate_text`). Compare the verdicts with the
-    recorded ones to measure what a new policy or ruleset would change.
-    """
-    missing = [name for name in (bundle_column, answer_column) if name not in frame.columns]
-    if missing:
-        raise ValueError(f"the DataFrame has no column {missing[0]!r}")
-    loaded = load_policy(policy)  # a bad name fails here, on the driver, not in every task
-    if loaded.support_judge is not None:
-        raise ValueError(
-            f"{loaded.policy_version} asks a support judge, which judge() does not call: "
-            "re-judge under a policy without one, or answer again with answer()"
-        )
-
-    def work(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        return _judge_batches(iter(batches), policy)
-
-    return frame.select(bundle_column, answer_column).mapInArrow(work, VERDICT_SCHEMA)
-
-
-def _judge_batches(batches: Iterator[pa.RecordBatch], policy_name: str) -> Iterator[pa.RecordBatch]:
-    import pyarrow as pa  # noqa: PLC0415
-
-    from groundlock.core.written_answer import validate_text  # noqa: PLC0415
-
-    policy = load_policy(policy_name)
-    schema = _arrow_schema(VERDICT_SCHEMA)
-    for batch in batches:
-        rows = []
-        for text, answer_text in zip(
-            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
-        ):
-            request = _request(text, None, "bundle", None)
-            if isinstance(request, _Refused) or not isinstance(answer_text, str):
-                rows.append(_refused_verdict(policy, request))
-                continue
-            verdict = validate_text(answer_text, request, policy)
-            rows.append(
-                {
-                    "request_id": verdict.request_id,
-                    "validation_status": verdict.validation_status.value,
-                    "generation_status": verdict.generation_status.value,
-                    "failure_reason": verdict.failure_reason.value
-                    if verdict.failure_reason
-                    else None,
-                    "message": verdict.message,
-                    "policy_version": policy.policy_version,
-                    "firewall_ruleset": verdict.firewall_ruleset,
-                    "firewall_ruleset_sha256": verdict.firewall_ruleset_sha256,
-                    "findings": json.dumps([f.model_dump(mode="json") for f in verdict.findings]),
-                }
-            )
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
-
-
-def _refused_verdict(policy: Policy, request: object) -> dict[str, Any]:
-    message = request.message if isinstance(request, _Refused) else "answer: not text"
-    return {
-        "request_id": None, "validation_status": "FAILED", "generation_status": "FAILED",
-        "failure_reason": "INPUT_SCHEMA_INVALID", "message": message,
-        "policy_version": policy.policy_version, "firewall_ruleset": None,
-        "firewall_ruleset_sha256": None, "findings": "[]",
-    }  # fmt: skip
-
-
-def _arrow_schema(ddl: str) -> pa.Schema:
-    """The Arrow schema of a DDL string of ours (string, double and boolean columns)."""
-    import pyarrow as pa  # noqa: PLC0415
-
-    types = {"string": pa.string(), "double": pa.float64(), "boolean": pa.bool_()}
-    return pa.schema(
-        [(name, types[kind]) for name, kind in (part.split() for part in ddl.split(","))]
-    )
