@@ -145,9 +145,23 @@ def _answer_batches(
             # A retried task resumes: what an earlier attempt recorded is read back, not
             # answered (nor paid for) again.
             recorded = worker.store.recorded(list(keys.values()))
-            for position, key in keys.items():
-                if key in recorded and rows[position] is None:
-                    rows[position] = _resumed_row(worker, inputs[position], recorded[key])
+            found = [
+                p
+                for p, key in keys.items()
+                if key in recorded
+                and rows[p] is None
+                and recorded[key].failure_reason not in _ANSWER_AGAIN
+            ]
+            # Question input: the evidence is retrieved again to check a record against it,
+            # through the front's own batch (max_concurrency searches at once).
+            requests: list[Any] = [inputs[p] for p in found]
+            retrieved: list[object] = (
+                list(worker.front.batch(requests, config=config))
+                if worker.front is not None
+                else requests
+            )
+            for position, retrieval in zip(found, retrieved, strict=True):
+                rows[position] = _resumed_row(worker, retrieval, recorded[keys[position]])
         pending = [i for i, row in enumerate(rows) if row is None]
         answered = worker.chain.batch([inputs[i] for i in pending], config=config)
         for position, response in zip(pending, answered, strict=True):
@@ -173,11 +187,12 @@ def _key(request: object) -> tuple[str, str] | None:
     return (request_id, run_id)
 
 
-def _resumed_row(worker: Worker, request: object, row: ValidationRow) -> dict[str, Any] | None:
+def _resumed_row(worker: Worker, retrieval: object, row: ValidationRow) -> dict[str, Any] | None:
     """The response a recorded request gave, read back from its trail record; None to answer.
 
-    A record is read back only if it is this request's: R1, R2 and R3 run again (no model)
-    and must build the prompt the record names (the same question, evidence and policy),
+    ``retrieval`` is R2's input: the request's bundle, or what R1 retrieved for its
+    question. A record is read back only if it is this request's: R2 and R3 run again (no
+    model) and must build the prompt the record names (the same question, evidence and policy),
     and the cited entries must hash to what the record says its caller received. A request
     that failed for a passing reason (a model, provider or store fault) is answered again;
     so is one whose evidence changed since (a re-indexed source). The trail records such
@@ -192,7 +207,6 @@ def _resumed_row(worker: Worker, request: object, row: ValidationRow) -> dict[st
     if row.failure_reason in _ANSWER_AGAIN:
         return None
     policy = worker.policy
-    retrieval = worker.front.invoke(request) if worker.front is not None else request
     prompted = build_prompt(Assembled.of(assemble(retrieval, policy)), policy)
     if prompted.prompt.prompt_sha256 != row.prompt_sha256:
         return None

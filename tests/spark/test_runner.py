@@ -184,6 +184,14 @@ def test_questions_are_answered_from_a_delta_index(spark: Any, tmp_path: Path) -
     assert json.loads(rows["q1"].citations)[0]["knowledge_id"] == "MM-STS2-SLEW-02"
     assert rows["q2"].status == "NO_EVIDENCE"
     assert len(_validations(tmp_path / "audit")) == 2
+    # Run again under the same run id: retrieved again, checked against the records, and
+    # read back (nothing answered or recorded twice).
+    again = {r.request_id: r for r in answer(frame, spec, column="question", kind="question",
+                                             run_id=rows["q1"].run_id).collect()}  # fmt: skip
+    assert all(r.resumed for r in again.values())
+    assert (again["q1"].answer, again["q1"].citations) == (rows["q1"].answer, rows["q1"].citations)
+    assert again["q2"].status == "NO_EVIDENCE"
+    assert len(_validations(tmp_path / "audit")) == 2
 
 
 def test_bad_arguments_fail_on_the_driver(spark: Any) -> None:
