@@ -100,9 +100,10 @@ class RetrievalRow(Contract):
         return {key: value for key, value in data.items() if key != "similarity"}
 
     @override
-    def model_post_init(self, context: Any, /) -> None:
+    def model_post_init(self, context: Any = None, /) -> None:
         # The row's ``_check``, as the post-init hook itself: Contract's hook would call
         # ``_check`` from its own, two Python calls per row of every bundle instead of one.
+        # A subclass gets Contract's hook, which calls ``_check``: this same function.
         if self.knowledge_id is None and (
             self.faiss_id is None or self.knowledge_type_effective is None
         ):
@@ -112,8 +113,7 @@ class RetrievalRow(Contract):
                 "knowledge_type_effective (spec 000 shape)",
             )
 
-    def _check(self) -> None:
-        self.model_post_init(None)
+    _check = model_post_init
 
     @property
     def knowledge_key(self) -> str:

@@ -135,18 +135,22 @@ def raw_limit_problem(payload: Mapping[str, Any], limits: InputLimits) -> str | 
     results = payload.get("results")
     rows: Sequence[Any] = results if isinstance(results, list | tuple) else ()
     question = payload.get("user_question")
-    if len(rows) > limits.max_results:  # refused on its length, before any row is read
-        return _limit_problem(len(rows), "", (), limits)
-    texts: list[object]
+    asked = question if isinstance(question, str) else ""
+    # The row count and the question first, before any row is read (as before the texts).
+    if problem := _limit_problem(len(rows), asked, (), limits):
+        return problem
     if not rows or set(map(type, rows)) == _DICT_ONLY:  # JSON rows: no check per row
-        texts = [row.get("chunk_text") for row in rows]
-    else:
-        # A row that is no mapping is skipped (validation refuses it), so indexes count
-        # mappings only. ``type(row) is dict`` first: the ABC check costs ~1 us a row.
-        texts = [
-            row.get("chunk_text") for row in rows if type(row) is dict or isinstance(row, Mapping)
-        ]
-    return _limit_problem(len(rows), question if isinstance(question, str) else "", texts, limits)
+        return _limit_problem(len(rows), asked, [row.get("chunk_text") for row in rows], limits)
+    # Other rows are read one by one, up to the first long text, as a caller's mapping may
+    # fail when read (validation then says so). A row that is no mapping is skipped
+    # (validation refuses it), so indexes count mappings only. ``type(row) is dict`` first:
+    # the ABC check costs ~1 us a row.
+    mappings = (row for row in rows if type(row) is dict or isinstance(row, Mapping))
+    for index, row in enumerate(mappings):
+        text = row.get("chunk_text")
+        if isinstance(text, str) and len(text) > limits.max_chunk_chars:
+            return _long_text(index, limits)
+    return None
 
 
 _CHUNK_TEXT = attrgetter("chunk_text")
@@ -171,11 +175,14 @@ def _limit_problem(
         return None
     for index, text in enumerate(texts):
         if isinstance(text, str) and len(text) > limits.max_chunk_chars:
-            return (
-                f"results[{index}].chunk_text: longer than the limit of "
-                f"{limits.max_chunk_chars} characters"
-            )
+            return _long_text(index, limits)
     return None
+
+
+def _long_text(index: int, limits: InputLimits) -> str:
+    return (
+        f"results[{index}].chunk_text: longer than the limit of {limits.max_chunk_chars} characters"
+    )
 
 
 def _explain(exc: ValidationError) -> tuple[ReasonCode, str]:

@@ -7,6 +7,7 @@ the names and messages at positions deep inside a large bundle.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -146,3 +147,37 @@ def test_the_similarity_alias_rules_hold_for_every_kind_of_row(mapping):
     assert rejection.message == (
         "results[21]: similarity and similarity_score are both given and differ"
     )
+
+
+class _Unreadable(Mapping[str, Any]):
+    """A caller's mapping row that fails when read."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("cannot be read")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_the_question_is_checked_before_any_row_is_read() -> None:
+    # A long question is named as before, even if a caller's row fails when read.
+    bundle = make_bundle([_Unreadable()], user_question="q" * 5_000)
+    assert raw_limit_problem(bundle, LIMITS) == (
+        f"user_question: longer than the limit of {LIMITS.max_question_chars} characters"
+    )
+    read = read_bundle(bundle, LIMITS)
+    assert isinstance(read, Rejection)
+    assert read.reason is ReasonCode.INPUT_LIMIT_EXCEEDED
+
+
+def test_a_subclass_of_the_row_contract_keeps_its_check() -> None:
+    class PlantRow(RetrievalRow):
+        pass
+
+    assert PlantRow.model_validate(make_row(0, knowledge_id="K1")).knowledge_key == "K1"
+    with pytest.raises(ValidationError, match="a row needs knowledge_id"):
+        PlantRow.model_validate({"chunk_id": "c", "rank": 0, "similarity": 0.9,
+                                 "chunk_text": "x"})  # fmt: skip
