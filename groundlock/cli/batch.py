@@ -15,6 +15,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
@@ -229,7 +230,9 @@ class _Batch:
         offset = 0
         for number, raw in self._lines(source):
             offset += len(raw)
-            if not raw.strip():
+            # Blank: JSON's own whitespace only (and a byte-order mark on the first line).
+            text = raw.removeprefix(_BOM) if number == 1 else raw
+            if not text.strip(_JSON_WHITESPACE):
                 self.blank += 1
                 continue
             window.append(self._parse(number, offset, raw))
@@ -404,11 +407,16 @@ def _summary_table(rows: list[list[str]], latency: list[str] | None, total: str)
 
 
 def _batch_text(number: int, response: PublicResponse) -> str:
-    """One compact line per request: ``line 3 req-7 OK high [C0,C2] <answer, cut at 120>``."""
+    """One compact line per request: ``line 3 req-7 OK high [C0,C2] <answer, cut at 120>``.
+
+    A failure message can quote a field name the input chose: its control and line
+    characters are escaped, so one request stays one line and cannot rewrite another.
+    """
     head = f"line {number} {response.request_id or '-'} {response.status.value}"
     if response.status.value == "FAILED":
         reason = response.failure_reason.value if response.failure_reason else "-"
-        detail = f": {response.failure_message}" if response.failure_message else ""
+        message = response.failure_message
+        detail = f": {_CONTROL.sub(_escaped, message)}" if message else ""
         return f"{head} {reason}{detail}"
     if response.status.value != "OK":
         return head
@@ -418,6 +426,15 @@ def _batch_text(number: int, response: PublicResponse) -> str:
     confidence = response.confidence.value if response.confidence else "-"
     anchors = ",".join(citation.anchor for citation in response.citations)
     return f"{head} {confidence} [{anchors}] {answer}"
+
+
+_BOM = b"\xef\xbb\xbf"
+_JSON_WHITESPACE = b" \t\r\n"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return repr(found.group())[1:-1]
 
 
 def answer_file(

@@ -424,3 +424,20 @@ def test_a_line_nested_too_deep_fails_alone_without_a_traceback(
     assert [(r["line"], r["status"]) for r in records] == [(1, "FAILED"), (2, "OK")]
     assert records[0]["failure_message"] == "line 1: not JSON (nested too deep)"
     assert "Traceback" not in err
+
+
+def test_a_bom_alone_is_blank_and_control_characters_stay_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_key = make_bundle(request_id="ctl")
+    bad_key["results"][0]["bogus\u2028key\rZ"] = 1
+    path = _write_lines(tmp_path, [b"\xef\xbb\xbf", bad_key, b"\x0c"])
+    code, out, err = _run(capsys, "ask", "--batch", path)
+    lines = out.splitlines()
+    assert code == 1
+    assert len(lines) == 2  # the BOM-only line is blank; the form feed is not JSON
+    assert lines[0].startswith("line 2 ctl FAILED INPUT_SCHEMA_INVALID: results[0].bogus")
+    assert "\\u2028key\\rZ" in lines[0]
+    assert "\r" not in out
+    assert lines[1] == "line 3 - FAILED INPUT_SCHEMA_INVALID: line 3: not JSON"
+    assert "blank lines skipped: 1" in err
