@@ -16,7 +16,9 @@ not answered or paid for again, only if it is this request's: R1-R3 run again wi
 and must build the prompt the record names, and the cited entries must hash to the
 outcome the record says its caller received. A record of a passing failure (a model,
 provider or store fault) is answered again; so is a request whose evidence has changed.
-The trail then keeps that execution under a run id of its own. A key repeated within a task
+The trail then keeps that execution under a run id of its own, and a later run reads it
+back like a record (the first execution that is this request's and did not fail for a
+passing reason), so no run pays for a request twice. A key repeated within a task
 is refused (``INPUT_SCHEMA_INVALID``), never answered twice. A request whose bundle has no
 usable ``request_id`` cannot be keyed: it is recorded once per execution, as the input it
 was. With speculative execution on (Spark's default is off), two live attempts can both
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 
     from groundlock.contracts.audit_rows import ValidationRow
     from groundlock.contracts.response import PublicResponse
+    from groundlock.contracts.state import Prompted
+    from groundlock.policies.model import Policy
 
 __all__ = ["RESPONSE_SCHEMA", "answer"]
 
@@ -144,24 +148,22 @@ def _answer_batches(
         if worker.store is not None:
             # A retried task resumes: what an earlier attempt recorded is read back, not
             # answered (nor paid for) again.
-            recorded = worker.store.recorded(list(keys.values()))
-            found = [
-                p
+            executions = worker.store.executions(list(keys.values()))
+            candidates = {
+                p: kept
                 for p, key in keys.items()
-                if key in recorded
-                and rows[p] is None
-                and recorded[key].failure_reason not in _ANSWER_AGAIN
-            ]
+                if rows[p] is None and (kept := [e for e in executions.get(key, ()) if _final(e)])
+            }
             # Question input: the evidence is retrieved again to check a record against it,
             # through the front's own batch (max_concurrency searches at once).
-            requests: list[Any] = [inputs[p] for p in found]
+            requests: list[Any] = [inputs[p] for p in candidates]
             retrieved: list[object] = (
                 list(worker.front.batch(requests, config=config))
                 if worker.front is not None
                 else requests
             )
-            for position, retrieval in zip(found, retrieved, strict=True):
-                rows[position] = _resumed_row(worker, retrieval, recorded[keys[position]])
+            for (position, kept), retrieval in zip(candidates.items(), retrieved, strict=True):
+                rows[position] = _resumed_row(worker, retrieval, kept)
         pending = [i for i, row in enumerate(rows) if row is None]
         answered = worker.chain.batch([inputs[i] for i in pending], config=config)
         for position, response in zip(pending, answered, strict=True):
@@ -187,27 +189,46 @@ def _key(request: object) -> tuple[str, str] | None:
     return (request_id, run_id)
 
 
-def _resumed_row(worker: Worker, retrieval: object, row: ValidationRow) -> dict[str, Any] | None:
-    """The response a recorded request gave, read back from its trail record; None to answer.
+def _final(execution: ValidationRow) -> bool:
+    """Whether a recorded execution may be read back: it did not fail for a passing reason."""
+    return execution.failure_reason not in _ANSWER_AGAIN
+
+
+def _resumed_row(
+    worker: Worker, retrieval: object, executions: Sequence[ValidationRow]
+) -> dict[str, Any] | None:
+    """The response a recorded request gave, read back from the trail; None to answer it.
 
     ``retrieval`` is R2's input: the request's bundle, or what R1 retrieved for its
-    question. A record is read back only if it is this request's: R2 and R3 run again (no
-    model) and must build the prompt the record names (the same question, evidence and policy),
-    and the cited entries must hash to what the record says its caller received. A request
-    that failed for a passing reason (a model, provider or store fault) is answered again;
-    so is one whose evidence changed since (a re-indexed source). The trail records such
-    a new execution under a run id of its own.
+    question; ``executions`` its recorded executions, the record first (as
+    :meth:`~groundlock.DeltaAuditStore.executions` returns them). The first that is this
+    request's is read back: R2 and R3 run again (no model) and must build the prompt it
+    names (the same question, evidence and policy), and its cited entries must hash to
+    what it says its caller received. An execution that failed for a passing reason (a
+    model, provider or store fault) is never read back. So a request answered again after
+    such a failure, or because its evidence changed (a re-indexed source), is read back
+    from that later execution, which the trail keeps under a run id of its own, and a job
+    run a third time pays for neither again.
     """
     from groundlock.contracts.state import Assembled  # noqa: PLC0415
-    from groundlock.core.audit import outcome_sha256  # noqa: PLC0415
     from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
-    from groundlock.core.packaging import confidence_for, public_citations  # noqa: PLC0415
     from groundlock.core.prompt_build import build_prompt  # noqa: PLC0415
 
-    if row.failure_reason in _ANSWER_AGAIN:
-        return None
     policy = worker.policy
     prompted = build_prompt(Assembled.of(assemble(retrieval, policy)), policy)
+    for execution in executions:
+        if _final(execution):
+            row = _read_back(prompted, execution, policy)
+            if row is not None:
+                return row
+    return None
+
+
+def _read_back(prompted: Prompted, row: ValidationRow, policy: Policy) -> dict[str, Any] | None:
+    """``row`` as the response it recorded, if ``prompted`` is what it was built from."""
+    from groundlock.core.audit import outcome_sha256  # noqa: PLC0415
+    from groundlock.core.packaging import confidence_for, public_citations  # noqa: PLC0415
+
     if prompted.prompt.prompt_sha256 != row.prompt_sha256:
         return None
     if row.prompt_sha256 is None and prompted.status.value != row.status:

@@ -31,6 +31,7 @@ import hashlib
 import logging
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -74,6 +75,8 @@ TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
 RowT = TypeVar("RowT", bound=TableRow)
 
 _LOOKUP_CHUNK = 5_000
+_RERUN_SUFFIX = re.compile(r"~[0-9a-f]{16}")
+"""How a re-execution's run id ends (:func:`_rerun`)."""
 _KEY_GUARD = "groundlock-key-guard"
 """The txn every append carries, so a key lookup and the append after it are serialised
 across writers: delta-rs refuses the second of two concurrent commits with the same app id."""
@@ -554,14 +557,20 @@ class DeltaAuditStore:
             for values in self._query(table, sql)
         ]
 
-    def recorded(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ValidationRow]:
-        """The record (the first validations row) of each of ``keys`` the trail holds.
+    def executions(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[ValidationRow, ...]]:
+        """Every recorded execution of each of ``keys``: its record first, then re-executions.
 
-        ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id). A trail not yet
-        created holds none. What a batch job reads to resume: a request already recorded
-        is not answered again. One join per chunk of keys, on both key columns (DataFusion
-        plans a VALUES join far faster than a long IN list), so the cost follows the keys
-        asked for, not the other runs of the same request ids.
+        ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id); a key the trail
+        does not hold is absent (a trail not yet created holds none). The record is the
+        key's first validations row; a re-execution is one that ended otherwise, which the
+        trail keeps under the derived run id ``<run_id>~<16 hex digits>``, oldest first.
+        What a batch job reads to resume: a request already recorded, or re-executed since
+        (a passing failure answered, evidence that changed), is not answered again. One
+        join per chunk of keys, on the request id and the run id or its derived form
+        (DataFusion plans a VALUES join far faster than a long IN list), so the cost follows
+        the keys asked for, not the other runs of the same request ids.
         """
         from deltalake import DeltaTable  # noqa: PLC0415
 
@@ -574,23 +583,30 @@ class DeltaAuditStore:
         present = {field.name for field in table.schema().fields}
         columns = list(ValidationRow.model_fields)
         selected = ", ".join(f"t.{n}" if n in present else f"NULL AS {n}" for n in columns)
-        found: dict[tuple[str, str], ValidationRow] = {}
+        asked = set(wanted)
+        records: dict[tuple[str, str], ValidationRow] = {}
+        reruns: dict[tuple[str, str], list[ValidationRow]] = {}
         for start in range(0, len(wanted), _LOOKUP_CHUNK):
             chunk = wanted[start : start + _LOOKUP_CHUNK]
             values = ",".join(f"({sql_text(i)}, {sql_text(r)})" for i, r in chunk)
             sql = (
                 f"SELECT {selected} FROM t JOIN (VALUES {values}) AS k(id, run) "  # noqa: S608
-                "ON t.request_id = k.id AND COALESCE(t.run_id, '') = k.run "
-                "ORDER BY t.timestamp_utc"
+                "ON t.request_id = k.id WHERE COALESCE(t.run_id, '') = k.run "
+                "OR starts_with(t.run_id, concat(k.run, '~')) ORDER BY t.timestamp_utc"
             )
             for row_values in self._query(table, sql):
                 row = ValidationRow.model_validate(
                     dict(zip(columns, row_values, strict=True)), strict=False
                 )
-                key = row.key()
-                if key is not None and key not in found:
-                    found[key] = row
-        return found
+                request_id, run = row.request_id or "", row.run_id or ""  # joined: not null
+                rerun_of = (request_id, run[:-17])
+                if (request_id, run) in asked:
+                    records.setdefault((request_id, run), row)
+                elif _RERUN_SUFFIX.fullmatch(run[-17:]) and rerun_of in asked:
+                    kept = reruns.setdefault(rerun_of, [])
+                    if row not in kept:  # joined twice (to a key and to its prefix's key)
+                        kept.append(row)
+        return {key: (record, *reruns.get(key, ())) for key, record in records.items()}
 
     def add_feedback(self, request_id: str, rating: int, comment: str | None = None) -> FeedbackRow:
         """Append one feedback row (a direct commit: feedback is rare and interactive)."""

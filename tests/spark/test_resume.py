@@ -37,8 +37,9 @@ def test_a_recorded_request_reads_back_as_it_was_answered(tmp_path: Path) -> Non
     worker.store.flush(strict=True)
     key = _key(bundle)
     assert key == ("r-1", "job")
-    record = worker.store.recorded([key, ("r-2", "job")])
+    record = worker.store.executions([key, ("r-2", "job")])
     assert list(record) == [key]  # one record; an unknown key is absent, not an error
+    assert len(record[key]) == 1
     row = _resumed_row(worker, bundle, record[key])
     assert row is not None
     assert (row["status"], row["answer"], row["resumed"]) == ("OK", response.answer, True)
@@ -50,20 +51,28 @@ def test_a_record_that_no_longer_matches_its_evidence_is_answered_again(tmp_path
     assert worker.store is not None
     worker.chain.invoke(_bundle())
     worker.store.flush(strict=True)
-    record = worker.store.recorded([("r-1", "job")])[("r-1", "job")]
+    (record,) = worker.store.executions([("r-1", "job")])[("r-1", "job")]
     # The same request's evidence now under other chunk ids (a re-indexed source): the
     # record's anchors would show other chunks than its caller got.
-    moved = _bundle(results=[make_row(0, chunk_text=SEAL, chunk_id="chunk-new")])
-    assert _resumed_row(worker, moved, record) is None
+    assert _resumed_row(worker, _moved(), [record]) is None
     # A record whose cited anchors were altered does not hash to its outcome either.
     altered = record.model_copy(update={"validated_citations": ("C1",)})
-    assert _resumed_row(worker, _bundle(), altered) is None
+    assert _resumed_row(worker, _bundle(), [altered]) is None
+    # Of several executions, the first that is this request's is read back.
+    row = _resumed_row(worker, _bundle(), [altered, record])
+    assert row is not None
+    assert row["answer"].startswith(SEAL)
+
+
+def _moved() -> dict[str, object]:
+    """The request of :func:`_bundle`, its evidence re-indexed under another chunk id."""
+    return _bundle(results=[make_row(0, chunk_text=SEAL, chunk_id="chunk-new")])
 
 
 def test_a_store_without_a_trail_yet_holds_no_record(tmp_path: Path) -> None:
     worker = ChainSpec(store=str(tmp_path / "audit")).build()
     assert worker.store is not None
-    assert worker.store.recorded([("r-1", "job")]) == {}
+    assert worker.store.executions([("r-1", "job")]) == {}
 
 
 # -- one Spark task's work, run in this process over Arrow batches ---------------------------
@@ -146,3 +155,56 @@ def test_a_replaced_spec_builds_its_own_chain() -> None:
     assert changed.key != base.key
     # The workers reuse the driver's (Spark pickles the spec with the task).
     assert pickle.loads(pickle.dumps(base)).key == base.key  # noqa: S301  (our own bytes)
+
+
+def test_a_request_answered_after_a_passing_failure_is_read_back_and_not_paid_again(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "audit")
+    assert _task(ChainSpec(store=store, model=_broken), [_bundle()])[0]["status"] == "FAILED"
+    answered = _task(ChainSpec(store=store), [_bundle()])[0]
+    assert (answered["status"], answered["resumed"]) == ("OK", False)
+    # A third run, with a model that would fail if called: the answer is read back from
+    # the second execution (under its own run id), and nothing more is recorded.
+    third = _task(ChainSpec(store=store, model=_broken), [_bundle()])[0]
+    assert (third["status"], third["resumed"], third["answer"]) == ("OK", True, answered["answer"])
+    assert third["run_id"].startswith("job~")
+    assert len(DeltaAuditStore(store).select(ValidationRow)) == 2
+
+
+def test_a_request_whose_evidence_changed_is_read_back_from_the_execution_that_matches(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "audit")
+    first = _task(ChainSpec(store=store), [_bundle()])[0]
+    moved = _task(ChainSpec(store=store), [_moved()])[0]
+    assert (moved["status"], moved["resumed"]) == ("OK", False)
+    # Each evidence reads back its own execution: no model is called (it would fail).
+    broken = ChainSpec(store=store, model=_broken)
+    again_moved = _task(broken, [_moved()])[0]
+    assert (again_moved["resumed"], again_moved["answer"]) == (True, moved["answer"])
+    assert again_moved["run_id"].startswith("job~")
+    again_first = _task(broken, [_bundle()])[0]
+    assert (again_first["resumed"], again_first["run_id"]) == (True, "job")
+    assert again_first["citations"] == first["citations"]
+    assert len(DeltaAuditStore(store).select(ValidationRow)) == 2
+
+
+def test_executions_hold_a_key_s_record_then_its_re_executions_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "audit")
+    _task(ChainSpec(store=store, model=_broken), [_bundle()])
+    _task(ChainSpec(store=store), [_bundle()])
+    # Other jobs whose run ids merely begin with the job's: not its re-executions.
+    _task(ChainSpec(store=store), [_bundle(run_id=None)], job="job~other")
+    _task(ChainSpec(store=store), [_bundle(run_id=None)], job="job2")
+    found = DeltaAuditStore(store).executions([("r-1", "job"), ("r-1", "job~other")])
+    assert sorted(found) == [("r-1", "job"), ("r-1", "job~other")]
+    record, rerun = found[("r-1", "job")]
+    assert (record.run_id, record.failure_reason) == ("job", "MODEL_ERROR")
+    assert rerun.run_id is not None
+    assert rerun.run_id.startswith("job~")
+    assert len(rerun.run_id) == len("job~") + 16
+    assert rerun.status == "OK"
+    assert [row.run_id for row in found[("r-1", "job~other")]] == ["job~other"]
