@@ -18,7 +18,11 @@
    what the process has built is frozen out of the garbage collector's sight
    (``gc.freeze()``), as ``groundlock serve``, ``ask --batch`` and the Spark runner do:
    otherwise a full collection walks LangChain's and pydantic's schemas every few large
-   requests, and the 1,000-row p99 is about 100 ms instead of about 12.
+   requests, and the 1,000-row p99 is about 100 ms instead of about 12. Then where the
+   time goes: the bare chain beside five stages that do nothing (LangChain's per-run
+   plumbing alone, through the same stage shell), each stage's own work outside any run,
+   and what one more row costs each chain from the smallest size to the largest, with the
+   share of it that is reading the row contract.
 2. End to end with a model that takes 300 ms (as a real one does, or faster): the same two
    chains, 20 rows, interleaved one call each. Target (issue 16): at most 1.01x — with a
    real model, everything groundlock adds is noise.
@@ -42,7 +46,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
@@ -53,9 +57,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
+from langchain_core.runnables.config import ensure_config
+from typing_extensions import override
 
 from groundlock import GenerationStatus, PublicResponse, grounded_answer_chain, load_policy
+from groundlock.core.intake import read_bundle
+from groundlock.runnables._stage import Stage
 from groundlock.text import get_token_counter
 
 POLICY = load_policy()
@@ -193,6 +201,7 @@ def _calls_at(rows: int, repeat: int) -> int:
 def latency(repeat: int, sizes: tuple[int, ...] = (20, 100, 1000)) -> None:
     model = FixedChatModel()
     chain, bare = grounded_answer_chain(model=model), bare_chain(model)
+    medians: dict[int, tuple[float, float]] = {}
     print(f"latency, instant model, warm token cache, up to {repeat} calls each (ms)")
     print(
         f"{'rows':>5} {'calls':>5} {'groundlock median/p99':>22} {'bare median/p99':>18}"
@@ -219,9 +228,70 @@ def latency(repeat: int, sizes: tuple[int, ...] = (20, 100, 1000)) -> None:
             theirs += base
             ratios.append(statistics.median(mine) / statistics.median(base))
         a, b = statistics.median(ours), statistics.median(theirs)
+        medians[rows] = (a, b)
         print(
             f"{rows:>5} {calls:>5} {a:>10.3f} / {_p99(ours):<9.3f} {b:>8.3f} / {_p99(theirs):<7.3f}"
             f" {statistics.median(ratios):>6.2f}x"
+        )
+    _where_the_time_goes(chain, bare, repeat, medians)
+
+
+class _NoWork(Stage[Any, Any]):
+    """A stage that hands its input on: what a run through the stage shell costs alone."""
+
+    @override
+    def _work(self, stage_input: object, config: RunnableConfig) -> Any:
+        return stage_input
+
+
+def _median_us(call: Callable[[], object], repeat: int) -> float:
+    call()
+    return statistics.median(_timed(call, repeat)) * 1000
+
+
+def _where_the_time_goes(
+    chain: RunnableSequence[Any, Any],
+    bare: Runnable[dict[str, Any], str],
+    repeat: int,
+    medians: dict[int, tuple[float, float]],
+) -> None:
+    """The fixed cost at 20 rows, split, and what one more row costs each chain.
+
+    Five stages that do nothing, through the same shell and a ``RunnableSequence``, are
+    LangChain's per-run plumbing alone (runs, callback managers, config, context), which the
+    brief rules out working around; each stage's own work is timed on the output of the
+    stage before it, outside any run. The rest of the chain's time is the plumbing around
+    real stages (their tracing metadata reaches every child run, the model's too).
+    """
+    bundle = _bundle(20)
+    nothing = RunnableSequence(*(_NoWork(name=f"noop{i}") for i in range(5)))
+    config = ensure_config()
+    work: dict[str, float] = {}
+    state: object = bundle
+    for step in chain.steps:
+        stage = cast("Stage[Any, Any]", step)
+        work[stage.get_name()] = _median_us(lambda s=stage, x=state: s._work(x, config), repeat)
+        state = stage._work(state, config)
+    bare_us = _median_us(lambda: bare.invoke(bare_input(bundle)), repeat)
+    nothing_us = _median_us(lambda: nothing.invoke(bundle), repeat)
+    print(
+        f"\nwhere the time goes at 20 rows (medians, us): the bare chain {bare_us:.0f}; five "
+        f"stages doing nothing {nothing_us:.0f} ({nothing_us / bare_us:.2f}x the bare chain); "
+        "stage work alone "
+        + ", ".join(f"{name.split('.')[0]} {us:.0f}" for name, us in work.items())
+        + f" (sum {sum(work.values()):.0f}; R4 is the model call, which the bare chain makes too)"
+    )
+    if len(medians) > 1:
+        low, high = min(medians), max(medians)
+        rows = high - low
+        ours = (medians[high][0] - medians[low][0]) * 1000 / rows
+        theirs = (medians[high][1] - medians[low][1]) * 1000 / rows
+        big = _bundle(high)
+        reading = _median_us(lambda: read_bundle(big, POLICY.input_limits), 20) / high
+        print(
+            f"one more row, from {low} to {high} rows: groundlock +{ours:.2f} us, the bare chain "
+            f"+{theirs:.2f} us; of groundlock's, {reading:.2f} us is reading the row contract "
+            "(read_bundle: pydantic-core, every row of every bundle)"
         )
 
 
