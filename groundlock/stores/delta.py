@@ -568,9 +568,9 @@ class DeltaAuditStore:
         trail keeps under the derived run id ``<run_id>~<16 hex digits>``, oldest first.
         What a batch job reads to resume: a request already recorded, or re-executed since
         (a passing failure answered, evidence that changed), is not answered again. One
-        join per chunk of keys, on the request id and the run id or its derived form
-        (DataFusion plans a VALUES join far faster than a long IN list), so the cost follows
-        the keys asked for, not the other runs of the same request ids.
+        join per chunk of keys on the request id (DataFusion plans a VALUES join far faster
+        than a long IN list), filtered to the key's run id or its derived form: the other
+        runs of the same request ids are joined and dropped, not returned.
         """
         from deltalake import DeltaTable  # noqa: PLC0415
 
