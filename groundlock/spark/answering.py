@@ -163,7 +163,12 @@ def _answer_batches(
                 else requests
             )
             for (position, kept), retrieval in zip(candidates.items(), retrieved, strict=True):
-                rows[position] = _resumed_row(worker, retrieval, kept)
+                resumed = _resumed_row(worker, retrieval, kept)
+                if resumed is not None:
+                    # The request's own run id, whichever execution is read back: the one
+                    # the job answers under (a re-execution's is the trail's own).
+                    resumed["run_id"] = keys[position][1]
+                rows[position] = resumed
         pending = [i for i, row in enumerate(rows) if row is None]
         answered = worker.chain.batch([inputs[i] for i in pending], config=config)
         for position, response in zip(pending, answered, strict=True):
@@ -231,7 +236,7 @@ def _read_back(prompted: Prompted, row: ValidationRow, policy: Policy) -> dict[s
 
     if prompted.prompt.prompt_sha256 != row.prompt_sha256:
         return None
-    if row.prompt_sha256 is None and prompted.status.value != row.status:
+    if row.prompt_sha256 is None and _decided(prompted) != (row.status, row.failure_reason):
         return None  # no prompt either way: R2 or R3 decided, and must decide alike again
     evidence = prompted.bundle.selected_evidence
     by_anchor = {entry.anchor: entry for entry in evidence}
@@ -255,6 +260,16 @@ def _read_back(prompted: Prompted, row: ValidationRow, policy: Policy) -> dict[s
         "latency_ms": row.latency_ms,
         "resumed": True,
     }
+
+
+def _decided(prompted: Prompted) -> tuple[str, str | None]:
+    """The status and public failure reason of a request R2 or R3 decided (no prompt).
+
+    A refusal (NO_EVIDENCE) carries no public failure reason, whatever its cause.
+    """
+    outcome = prompted.outcome
+    failed = outcome.status.value == "FAILED"
+    return outcome.status.value, outcome.reason.value if failed and outcome.reason else None
 
 
 def _client_fault(reason: str | None) -> bool:

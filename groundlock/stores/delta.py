@@ -31,7 +31,6 @@ import hashlib
 import logging
 import os
 import random
-import re
 import threading
 import time
 import uuid
@@ -75,8 +74,6 @@ TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
 RowT = TypeVar("RowT", bound=TableRow)
 
 _LOOKUP_CHUNK = 5_000
-_RERUN_SUFFIX = re.compile(r"~[0-9a-f]{16}")
-"""How a re-execution's run id ends (:func:`_rerun`)."""
 _KEY_GUARD = "groundlock-key-guard"
 """The txn every append carries, so a key lookup and the append after it are serialised
 across writers: delta-rs refuses the second of two concurrent commits with the same app id."""
@@ -565,7 +562,8 @@ class DeltaAuditStore:
         ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id); a key the trail
         does not hold is absent (a trail not yet created holds none). The record is the
         key's first validations row; a re-execution is one that ended otherwise, which the
-        trail keeps under the derived run id ``<run_id>~<16 hex digits>``, oldest first.
+        trail keeps under the derived run id ``<run_id>~<its outcome hash, 16 hex digits>``,
+        oldest first.
         What a batch job reads to resume: a request already recorded, or re-executed since
         (a passing failure answered, evidence that changed), is not answered again. One
         join per chunk of keys on the request id (DataFusion plans a VALUES join far faster
@@ -599,10 +597,11 @@ class DeltaAuditStore:
                     dict(zip(columns, row_values, strict=True)), strict=False
                 )
                 request_id, run = row.request_id or "", row.run_id or ""  # joined: not null
-                rerun_of = (request_id, run[:-17])
                 if (request_id, run) in asked:
                     records.setdefault((request_id, run), row)
-                elif _RERUN_SUFFIX.fullmatch(run[-17:]) and rerun_of in asked:
+                # (Not elif: a key asked for may itself be another's re-execution.)
+                rerun_of = (request_id, run.removesuffix(_rerun_suffix(row)))
+                if rerun_of[1] != run and rerun_of in asked:
                     kept = reruns.setdefault(rerun_of, [])
                     if row not in kept:  # joined twice (to a key and to its prefix's key)
                         kept.append(row)
@@ -675,9 +674,17 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
 
 def _rerun(row: RowT) -> RowT:
     """``row`` under the run id of a re-execution: ``<run_id>~<outcome hash, 16 digits>``."""
-    digest = str(row.outcome()[0] or "")[:16] or "0" * 16
-    run_id = f"{getattr(row, 'run_id', None) or ''}~{digest}"
+    run_id = f"{getattr(row, 'run_id', None) or ''}{_rerun_suffix(row)}"
     return row.model_copy(update={"run_id": run_id})
+
+
+def _rerun_suffix(row: TableRow) -> str:
+    """How the run id of ``row`` ends if it is a re-execution: its own outcome's hash.
+
+    So a run id is read as a re-execution of another only when it ends in its row's own
+    outcome hash: another job named ``<run_id>~<16 hex digits>`` is not one.
+    """
+    return "~" + (str(row.outcome()[0] or "")[:16] or "0" * 16)
 
 
 def _report_other_outcome(key: tuple[str, str]) -> None:

@@ -168,7 +168,7 @@ def test_a_request_answered_after_a_passing_failure_is_read_back_and_not_paid_ag
     # the second execution (under its own run id), and nothing more is recorded.
     third = _task(ChainSpec(store=store, model=_broken), [_bundle()])[0]
     assert (third["status"], third["resumed"], third["answer"]) == ("OK", True, answered["answer"])
-    assert third["run_id"].startswith("job~")
+    assert third["run_id"] == "job"  # the request's own, as answered, not the trail's derived one
     assert len(DeltaAuditStore(store).select(ValidationRow)) == 2
 
 
@@ -183,7 +183,7 @@ def test_a_request_whose_evidence_changed_is_read_back_from_the_execution_that_m
     broken = ChainSpec(store=store, model=_broken)
     again_moved = _task(broken, [_moved()])[0]
     assert (again_moved["resumed"], again_moved["answer"]) == (True, moved["answer"])
-    assert again_moved["run_id"].startswith("job~")
+    assert again_moved["citations"] == moved["citations"] != first["citations"]
     again_first = _task(broken, [_bundle()])[0]
     assert (again_first["resumed"], again_first["run_id"]) == (True, "job")
     assert again_first["citations"] == first["citations"]
@@ -199,7 +199,9 @@ def test_executions_hold_a_key_s_record_then_its_re_executions_and_nothing_else(
     # Other jobs whose run ids merely begin with the job's: not its re-executions.
     _task(ChainSpec(store=store), [_bundle(run_id=None)], job="job~other")
     _task(ChainSpec(store=store), [_bundle(run_id=None)], job="job2")
-    found = DeltaAuditStore(store).executions([("r-1", "job"), ("r-1", "job~other")])
+    _task(ChainSpec(store=store), [_bundle(run_id=None)], job="job~0123456789abcdef")
+    trail = DeltaAuditStore(store)
+    found = trail.executions([("r-1", "job"), ("r-1", "job~other")])
     assert sorted(found) == [("r-1", "job"), ("r-1", "job~other")]
     record, rerun = found[("r-1", "job")]
     assert (record.run_id, record.failure_reason) == ("job", "MODEL_ERROR")
@@ -208,3 +210,34 @@ def test_executions_hold_a_key_s_record_then_its_re_executions_and_nothing_else(
     assert len(rerun.run_id) == len("job~") + 16
     assert rerun.status == "OK"
     assert [row.run_id for row in found[("r-1", "job~other")]] == ["job~other"]
+    # Asked for together, a re-execution is its own key's record and still its origin's.
+    assert rerun.run_id is not None
+    both = trail.executions([("r-1", "job"), ("r-1", rerun.run_id)])
+    assert [row.run_id for row in both[("r-1", "job")]] == ["job", rerun.run_id]
+    assert [row.run_id for row in both[("r-1", rerun.run_id)]] == [rerun.run_id]
+
+
+def test_another_job_named_like_a_re_execution_is_not_read_back(tmp_path: Path) -> None:
+    store = str(tmp_path / "audit")
+    failed = _task(ChainSpec(store=store, model=_broken), [_bundle(run_id=None)], job="nightly")
+    assert failed[0]["failure_reason"] == "MODEL_ERROR"
+    # A job whose run id has the shape of a re-execution's (its suffix is not its outcome).
+    other = _task(ChainSpec(store=store), [_bundle(run_id=None)], job="nightly~0123456789abcdef")
+    assert other[0]["status"] == "OK"
+    again = _task(ChainSpec(store=store, model=_broken), [_bundle(run_id=None)], job="nightly")
+    assert (again[0]["failure_reason"], again[0]["resumed"]) == ("MODEL_ERROR", False)
+
+
+def test_a_request_refused_before_any_prompt_is_read_back_only_for_the_same_reason(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "audit")
+    gap = _bundle(results=[make_row(1, chunk_text=SEAL)])  # ranks must start at 0
+    first = _task(ChainSpec(store=store), [gap])[0]
+    assert (first["status"], first["failure_reason"]) == ("FAILED", "RANK_INTEGRITY")
+    assert _task(ChainSpec(store=store), [gap])[0]["resumed"] is True
+    # The same key, now refused for another reason: refused again, not the record's reason.
+    twice = make_row(0, chunk_text=SEAL)
+    duplicated = _bundle(results=[twice, {**twice, "rank": 1}])
+    other = _task(ChainSpec(store=store), [duplicated])[0]
+    assert (other["failure_reason"], other["resumed"]) == ("DUPLICATE_CHUNK_ID", False)
