@@ -134,7 +134,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rates = {}
         for master in ("local[1]", "local[2]"):
-            store = str(Path(tmp) / master) if args.store else None
+            # ("local[1]" is no folder name delta-rs can open: groundlock refuses it.)
+            store = str(Path(tmp) / master.strip("]").replace("[", "-")) if args.store else None
             rates[master] = _spark_rate(master, bundles, args.partitions, args.repeat, store)
             print(f"  spark {master:<9} {rates[master]:8.1f} bundles/s")
         single = _local_rate(bundles, args.repeat)

@@ -53,6 +53,7 @@ from groundlock.contracts.audit_rows import TableRow, UtcTimestamp
 from groundlock.contracts.response import PublicResponse
 from groundlock.contracts.state import Judged
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.location import delta_location
 
 __all__ = [
     "EVAL_TABLE",
@@ -357,7 +358,7 @@ def write_eval_log(
     """
     from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
 
-    uri = str(table_uri)
+    uri = delta_location(table_uri)
     options = dict(storage_options) if storage_options else None
     if not DeltaTable.is_deltatable(uri, storage_options=options):
         DeltaTable.create(uri, arrow_schema(EvalRow), mode="ignore", storage_options=options)
@@ -382,7 +383,9 @@ def read_eval_log(
     """
     from deltalake import DeltaTable, QueryBuilder  # noqa: PLC0415
 
-    table = DeltaTable(str(table_uri), storage_options=dict(storage_options or {}) or None)
+    table = DeltaTable(
+        delta_location(table_uri), storage_options=dict(storage_options or {}) or None
+    )
     columns = list(EvalRow.model_fields)
     sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
     if run_id is not None:
@@ -415,7 +418,9 @@ def set_review(
         raise ValueError("a review is approved or rejected")
     if not reviewer.strip():
         raise ValueError("a review names its reviewer")
-    table = DeltaTable(str(table_uri), storage_options=dict(storage_options or {}) or None)
+    table = DeltaTable(
+        delta_location(table_uri), storage_options=dict(storage_options or {}) or None
+    )
     result = table.update(
         new_values={
             "review_status": status,

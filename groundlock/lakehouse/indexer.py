@@ -32,6 +32,7 @@ from arro3.core import Array, DataType, Field, Schema, Table, fixed_size_list_ar
 
 from groundlock.lakehouse.chunking import Chunk, chunk_document, discover, read_document
 from groundlock.lakehouse.embeddings import LexicalEmbeddings
+from groundlock.stores.location import delta_location
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -148,8 +149,7 @@ def _open(uri: str, options: dict[str, str] | None) -> DeltaTable | None:
 
 
 def _table_uri(root: str | Path, name: str) -> str:
-    text = str(root)
-    return f"{text.rstrip('/')}/{name}"
+    return f"{delta_location(root)}/{name}"
 
 
 def _chunk_table(chunks: Sequence[Chunk], index_version: str) -> Table:

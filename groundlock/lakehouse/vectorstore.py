@@ -35,6 +35,7 @@ from groundlock.lakehouse.indexer import (
     quote,
     read_rows,
 )
+from groundlock.stores.location import delta_location
 
 if TYPE_CHECKING:
     from arro3.core import RecordBatch
@@ -68,7 +69,7 @@ class DeltaVectorStore(VectorStore):
     ) -> None:
         from deltalake import DeltaTable  # noqa: PLC0415
 
-        self.uri = str(uri).rstrip("/")
+        self.uri = delta_location(uri)
         self.embedding = embedding
         self.storage_options = storage_options
         for name in (CHUNKS, EMBEDDINGS):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
+from groundlock.stores.location import delta_location
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -62,6 +63,13 @@ class ChainSpec:
             raise ValueError("requests_per_second must be positive")
         if not 1 <= self.top_k <= 100:
             raise ValueError("top_k must be between 1 and 100")
+        # Here, on the driver: a relative local path is the driver's (a worker's working
+        # directory is Spark's own), and a path delta-rs cannot open fails the call, not
+        # every task.
+        for name in ("store", "index"):
+            location = getattr(self, name)
+            if location is not None:
+                object.__setattr__(self, name, delta_location(location))
 
     def build(self) -> Worker:
         """The chain and what goes with it, as a worker builds them (also usable locally)."""

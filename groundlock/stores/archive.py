@@ -25,12 +25,12 @@ import os
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groundlock.contracts.audit_rows import EvidenceRow
 from groundlock.contracts.state import Judged
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.location import delta_location
 from groundlock.stores.sink import AuditUnavailable
 
 if TYPE_CHECKING:
@@ -81,10 +81,7 @@ class EvidenceArchive:
     def __init__(
         self, uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None
     ) -> None:
-        text = os.fspath(uri)
-        if "://" not in text or text.startswith("file://"):
-            text = str(Path(text.removeprefix("file://")).absolute())
-        self.uri = text.rstrip("/")
+        self.uri = delta_location(uri)
         self.storage_options = dict(storage_options or {})
         self._lock = threading.Lock()
 

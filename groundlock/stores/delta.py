@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.location import delta_location, is_local
 from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
     SpoolError,
@@ -130,11 +131,8 @@ class DeltaAuditStore:
         min_vacuum_retention_hours: int | None = None,
         commit_attempts: int = 10,
     ) -> None:
-        text = os.fspath(uri)
-        self.local = "://" not in text or text.startswith("file://")
-        if self.local:
-            text = str(Path(text.removeprefix("file://")).absolute())
-        self.uri = text.rstrip("/")
+        self.uri = delta_location(uri)
+        self.local = is_local(self.uri)
         self.storage_options = dict(storage_options or {})
         if spool_dir is not None:
             self.spool_dir = Path(spool_dir).absolute()
