@@ -561,9 +561,9 @@ class DeltaAuditStore:
         does not hold is absent (a trail not yet created holds none). The record is the
         key's first validations row; a re-execution is one that ended otherwise, which the
         trail keeps under the derived run id ``<run_id>~<its outcome hash, 16 hex digits>``,
-        oldest first.
-        What a batch job reads to resume: a request already recorded, or re-executed since
-        (a passing failure answered, evidence that changed), is not answered again. One
+        oldest first. What a batch job reads to resume: a request already recorded, or
+        re-executed since (a passing failure answered, evidence that changed), is not
+        answered again. One
         join per chunk of keys on the request id (DataFusion plans a VALUES join far faster
         than a long IN list), filtered to the key's run id or its derived form: the other
         runs of the same request ids are joined and dropped, not returned.
