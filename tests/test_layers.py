@@ -132,3 +132,20 @@ def test_module_names_are_unique() -> None:
         if path.name not in {"__init__.py", "__main__.py"}
     )
     assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_no_firewall_rule_imports_another_rule() -> None:
+    """Rules share what they know about an answer through its typed reading, not each other.
+
+    A rule that imported another's helper would make one rule's change move the other's
+    verdicts, and the order of their runs would matter (the shared memo this replaced).
+    """
+    rules = "groundlock.core.firewall.rules."
+    offenders = [
+        f"{module} -> {target}"
+        for module, path in sorted(MODULES.items())
+        if module.startswith(rules)
+        for target in _imports(path, top_level_only=False)
+        if target.startswith(rules) and target.rsplit(".", 1)[0] != module and target != module
+    ]
+    assert offenders == []

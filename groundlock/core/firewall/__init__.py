@@ -2,7 +2,8 @@
 
 The answer is parsed once (:mod:`~groundlock.core.firewall.parsed`) with the citation
 grammar and segmentation of the policy's firewall ruleset
-(:mod:`~groundlock.policies.ruleset`), then every rule of the ruleset's table runs over
+(:mod:`~groundlock.policies.ruleset`) into the typed reading every rule shares
+(:mod:`~groundlock.core.firewall.reading`), then every rule of the ruleset's table runs over
 it (:mod:`~groundlock.core.firewall.rules`). Every finding is recorded with the mode the
 policy gives its rule; the first *enforced* finding in table order names ``failure_reason``
 and the answer is withheld, while flagged findings only travel to the audit trail. Every
@@ -22,7 +23,8 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
 from groundlock.core.firewall.metrics import grounding_metrics
-from groundlock.core.firewall.parsed import ParsedAnswer, parse_answer
+from groundlock.core.firewall.parsed import parse_answer
+from groundlock.core.firewall.reading import Reading
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.registry import rules_of
 from groundlock.core.firewall.rule import Context
@@ -58,11 +60,8 @@ def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
     )
     grammar = ruleset.grammar.bound(state.bundle.selected_evidence)
     answer = parse_answer(execution.raw_model_text, ctx.entries, grammar, ruleset.segmenter)
-    # What the answer cites anywhere: headings and labels are read against it.
-    cited = {e.anchor: e for s in answer.sentences for e in s.cited}
-    ctx.memo["answer_cited"] = tuple(cited.values())
-    ctx.memo["answer"] = answer
-    return _verdict(answer, ctx, findings_of(answer, ctx))
+    reading = Reading(answer, ctx)
+    return _verdict(reading, ctx, findings_of(reading, ctx))
 
 
 def verdict_problem(state: Judged, policy: Policy) -> str | None:
@@ -88,9 +87,9 @@ def verdict_problem(state: Judged, policy: Policy) -> str | None:
     return None
 
 
-def findings_of(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ...]:
-    """Every finding of every rule of the ruleset on ``answer``, in table order."""
-    exact = ctx.refusal.form is RefusalForm.EXACT
+def findings_of(reading: Reading, ctx: Context) -> tuple[FirewallFinding, ...]:
+    """Every finding of every rule of the ruleset on the answer ``reading`` reads, in order."""
+    exact = reading.refusal.form is RefusalForm.EXACT
     modes = ctx.policy.firewall_modes
     return tuple(
         FirewallFinding(
@@ -102,14 +101,14 @@ def findings_of(answer: ParsedAnswer, ctx: Context) -> tuple[FirewallFinding, ..
         )
         for rule in rules_of(ctx.ruleset)
         if rule.judges_exact_refusal or not exact
-        for finding in rule.check(answer, ctx)
+        for finding in rule.check(reading, ctx)
     )
 
 
 def _verdict(
-    answer: ParsedAnswer, ctx: Context, findings: tuple[FirewallFinding, ...]
+    reading: Reading, ctx: Context, findings: tuple[FirewallFinding, ...]
 ) -> ValidationResult:
-    metrics = grounding_metrics(answer, ctx)
+    metrics = grounding_metrics(reading, ctx)
     failure = next((f for f in findings if f.mode == "enforce"), None)
     if failure is not None:
         return failed_validation(
@@ -120,7 +119,8 @@ def _verdict(
             ruleset=ctx.ruleset,
             findings=findings,
         )
-    if ctx.refusal.form is RefusalForm.EXACT:
+    answer = reading.answer
+    if reading.refusal.form is RefusalForm.EXACT:
         status, citations = GenerationStatus.NO_EVIDENCE, tuple[str, ...]()
     else:
         status = GenerationStatus.OK

@@ -23,7 +23,7 @@ from groundlock.policies.ruleset import Ruleset
 _MAX_KEY_CHARS = 4096
 """Longer texts are judged uncached: a bound on what the caches below can hold."""
 
-__all__ = ["Facts", "facts", "question_facts", "stem", "stems", "vocabulary"]
+__all__ = ["Facts", "facts", "question_facts", "stem", "stems", "stopwords", "vocabulary"]
 
 _SUFFIXES = (
     "ations", "ation", "ments", "ment", "ings", "ing", "ions", "ion", "ies", "ied", "ers",
@@ -88,6 +88,15 @@ def _vocabulary(ruleset: Ruleset) -> Vocabulary:
         return entries
 
     return Vocabulary(units=table("units"), currency=table("currency"))
+
+
+def _stopwords(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(ruleset.entries("stopwords"))
+
+
+def stopwords(ruleset: Ruleset) -> frozenset[str]:
+    """The ruleset's stop words (``stopwords.words``), as a set built once."""
+    return ruleset.compiled("stopwords", _stopwords)
 
 
 def vocabulary(ruleset: Ruleset) -> Vocabulary:

@@ -11,7 +11,8 @@ import re
 
 from groundlock.contracts.validation import GroundingMetrics
 from groundlock.core.firewall.lexicon import plain
-from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
+from groundlock.core.firewall.parsed import Sentence
+from groundlock.core.firewall.reading import Reading
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.rule import Context
 from groundlock.text.fold import caseless
@@ -21,9 +22,10 @@ __all__ = ["grounding_metrics"]
 _ID_TOKEN_RE = re.compile(r"[^\W_](?:[\w./:,\-]*[^\W_])?")
 
 
-def grounding_metrics(answer: ParsedAnswer, ctx: Context) -> GroundingMetrics:
-    """The metrics of ``answer``; all zero for an exact refusal."""
-    if ctx.refusal.form is RefusalForm.EXACT:
+def grounding_metrics(reading: Reading, ctx: Context) -> GroundingMetrics:
+    """The metrics of the answer ``reading`` reads; all zero for an exact refusal."""
+    answer = reading.answer
+    if reading.refusal.form is RefusalForm.EXACT:
         return GroundingMetrics.zero().model_copy(update={"refusal_detected": True})
     anchors = answer.scan.anchors
     entries = ctx.entries
@@ -35,23 +37,21 @@ def grounding_metrics(answer: ParsedAnswer, ctx: Context) -> GroundingMetrics:
         uncited_sentence_count=sum(1 for s in answer.sentences if not s.cited),
         invalid_anchor_count=sum(1 for a in anchors if a not in entries),
         malformed_anchor_count=answer.scan.malformed,
-        refusal_detected=ctx.refusal.detected,
+        refusal_detected=reading.refusal.detected,
         length_ratio_flag=bool(evidence_chars) and len(answer.text) > limit * evidence_chars,
         suspicious_new_ids=_suspicious_ids(answer.sentences),
-        support_coverage=_coverage(answer, ctx),
+        support_coverage=_coverage(reading, ctx),
     )
 
 
-def _coverage(answer: ParsedAnswer, ctx: Context) -> tuple[float, ...]:
+def _coverage(reading: Reading, ctx: Context) -> tuple[float, ...]:
     """Per stating sentence, the share of its words in what it cites.
 
     Measured by the rulesets that have the ``support_coverage`` rule.
     """
     if "support_coverage" not in ctx.ruleset.rules:
         return ()
-    from groundlock.core.firewall.rules.coverage import coverage  # noqa: PLC0415  (cycle)
-
-    return tuple(round(coverage(s, ctx), 4) for s in answer.sentences)
+    return tuple(round(s.coverage, 4) for s in reading.sentences)
 
 
 def _id_like(token: str) -> bool:

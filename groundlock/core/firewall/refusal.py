@@ -69,8 +69,9 @@ def _conditions(ruleset: Ruleset) -> re.Pattern[str]:
     return re.compile("|".join(ruleset.entries("refusal", "conditions")))
 
 
-def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one return per form)
-    """How ``text`` refuses under ``ctx``'s policy and ruleset."""
+def refusal_of(parsed: ParsedAnswer, ctx: Context) -> Refusal:  # noqa: PLR0911  (one per form)
+    """How the ``parsed`` answer refuses under ``ctx``'s policy and ruleset."""
+    text = parsed.text
     stripped = text.strip()
     refusal = ctx.policy.refusal_text
     if stripped == refusal:
@@ -90,7 +91,7 @@ def refusal_of(text: str, ctx: Context) -> Refusal:  # noqa: PLR0911  (one retur
         return Refusal(RefusalForm.VARIANT, "a close paraphrase of the refusal")
     patterns, union = ctx.ruleset.compiled("refusal.phrases", _phrases)
     if ctx.ruleset.entries("refusal", "disguised"):
-        return _in_other_words(ctx)
+        return _in_other_words(parsed, ctx)
     folded = fold(text)
     if not union.search(folded):
         return _NO_REFUSAL
@@ -115,7 +116,7 @@ def _disguised(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], re.Patter
     return patterns, union
 
 
-def _in_other_words(ctx: Context) -> Refusal:
+def _in_other_words(answer: ParsedAnswer, ctx: Context) -> Refusal:
     """From ``firewall_v2``: a refusal in other words, judged sentence by sentence.
 
     A refusal phrase (``... is not specified``, ``the manual does not say``, ``there is no
@@ -123,9 +124,6 @@ def _in_other_words(ctx: Context) -> Refusal:
     itself says it: an entry holds the phrase, or the sentence cites an entry with a
     sentence of the same subject that says what is missing, unknown or not done.
     """
-    answer: ParsedAnswer | None = ctx.memo.get("answer")
-    if answer is None:
-        return _NO_REFUSAL
     patterns, union = ctx.ruleset.compiled("refusal.disguised", _disguised)
     conditions = ctx.ruleset.compiled("refusal.conditions", _conditions)
     evidence = [plain(e.sanitized_text) for e in ctx.entries.values()]

@@ -1,8 +1,10 @@
 """What a firewall rule is: a named check over a parsed answer that yields findings.
 
-A rule reads the :class:`~groundlock.core.firewall.parsed.ParsedAnswer` and a
-:class:`Context` (the evidence, the question, the policy, the ruleset's vocabulary) and yields
-a :class:`Finding` for each thing it objects to. It never edits the answer and never decides
+A rule reads the answer's :class:`~groundlock.core.firewall.reading.Reading` (parsed once,
+each sentence's support looked up once) and a :class:`Context` (the evidence, the question,
+the policy, the ruleset's vocabulary) and yields a :class:`Finding` for each thing it
+objects to. Rules never call one another: what two rules need about a sentence is a property
+of its reading. It never edits the answer and never decides
 the verdict: the ruleset's ordered table and the policy's modes do (the first *enforced*
 finding in table order names ``failure_reason``; flagged findings are recorded only).
 """
@@ -10,19 +12,19 @@ finding in table order names ``failure_reason``; flagged findings are recorded o
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from groundlock.contracts.assembly import AnswerBundle, SelectedEvidence
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.parsed import LineKind, ParsedAnswer, Sentence
+from groundlock.core.firewall.parsed import LineKind
 from groundlock.policies.model import Policy
 from groundlock.policies.ruleset import Ruleset
 
 if TYPE_CHECKING:
-    from groundlock.core.firewall.refusal import Refusal
+    from groundlock.core.firewall.reading import Reading, SentenceReading
 
 __all__ = ["Context", "Finding", "Rule", "SentenceRule"]
 
@@ -54,20 +56,11 @@ class Context:
     """Every evidence entry of the request by anchor (not only the cited ones)."""
     request_id: str | None = None
     """The request the answer replies to."""
-    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
-    """What one rule computed about this answer that another reads too (per sentence)."""
 
     @cached_property
     def question(self) -> str:
         """The user's question (values and names it contains are not new)."""
         return self.bundle.user_question or ""
-
-    @cached_property
-    def refusal(self) -> Refusal:
-        """How the answer refuses, if it does (computed once; several rules gate on it)."""
-        from groundlock.core.firewall.refusal import refusal_of  # noqa: PLC0415  (cycle)
-
-        return refusal_of(self.execution.raw_model_text, self)
 
 
 class Rule(Protocol):
@@ -80,8 +73,8 @@ class Rule(Protocol):
     judges_exact_refusal: ClassVar[bool]
     """Whether it runs on an answer that is exactly the refusal (most do not)."""
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
-        """Every objection to ``answer``, in the order an auditor should read them."""
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
+        """Every objection to the answer, in the order an auditor should read them."""
         ...
 
 
@@ -96,7 +89,7 @@ class SentenceRule:
     reason: ClassVar[ReasonCode]
     judges_exact_refusal: ClassVar[bool] = False
 
-    def judges(self, sentence: Sentence) -> bool:
+    def judges(self, sentence: SentenceReading) -> bool:
         """Whether the rule reads ``sentence``.
 
         By default a cited one, or an uncited heading, label or table header (read against
@@ -104,13 +97,13 @@ class SentenceRule:
         """
         return bool(sentence.cited) or sentence.kind is not LineKind.TEXT
 
-    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+    def objection(self, sentence: SentenceReading, ctx: Context) -> str | None:
         """What is wrong with ``sentence``, in a few words, or None."""
         raise NotImplementedError
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding per sentence objected to."""
-        for sentence in answer.sentences:
+        for sentence in reading.sentences:
             if not self.judges(sentence):
                 continue
             found = self.objection(sentence, ctx)

@@ -3,10 +3,11 @@
 In the entries it cites, the question, the other entries, or only in an instruction
 injected into the evidence.
 
-The substantive rules share this view of one sentence, so each lookup is made once:
+The substantive rules share this view of one sentence through its
+:class:`~groundlock.core.firewall.reading.SentenceReading`, so each lookup is made once:
 ``unsupported_value`` and ``unsupported_entity`` object to what is found nowhere,
 ``misattributed_citation`` to what is found only in an entry the sentence does not cite,
-``instruction_followed`` to what is found only in an instruction to the model.
+``obeyed_instruction`` to what is found only in an instruction to the model.
 """
 
 from __future__ import annotations
@@ -14,14 +15,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Generic, NamedTuple, TypeVar
 
+from groundlock._caches import memoized
 from groundlock.contracts.assembly import SelectedEvidence
-from groundlock.core.firewall.facts import Facts, facts, question_facts
+from groundlock.core.firewall.entities import (
+    Name,
+    expansion_of,
+    initials_match,
+    names_in,
+    written_otherwise,
+)
+from groundlock.core.firewall.facts import Facts, facts, question_facts, vocabulary
+from groundlock.core.firewall.lexicon import words
 from groundlock.core.firewall.parsed import LineKind, Sentence
 from groundlock.core.firewall.rule import Context
-from groundlock.core.firewall.values import Value, ValueIndex
+from groundlock.core.firewall.values import Value, ValueIndex, values_in
+from groundlock.policies.ruleset import Ruleset
 
-__all__ = ["Source", "SupportView", "judged", "support_view"]
+__all__ = ["Located", "Source", "SupportView", "locate_names", "locate_values", "support_view"]
+
+_MAX_KEY_CHARS = 4096
+"""Longer texts are judged uncached: a bound on what the caches below can hold."""
+_T = TypeVar("_T")
 
 
 class Source(StrEnum):
@@ -32,6 +48,15 @@ class Source(StrEnum):
     OTHER_ENTRY = "other_entry"
     INSTRUCTION = "instruction"
     NOWHERE = "nowhere"
+
+
+class Located(NamedTuple, Generic[_T]):
+    """A value or a name of a sentence, with where it was found first."""
+
+    item: _T
+    source: Source
+    anchor: str | None
+    """The entry it was found in, when that is an entry the sentence does not cite."""
 
 
 @dataclass(frozen=True)
@@ -92,26 +117,15 @@ def _entry(entry: SelectedEvidence, ctx: Context) -> tuple[Facts, Facts]:
     return facts(entry.sanitized_text, ctx.ruleset), question_facts(label, ctx.ruleset)
 
 
-def support_view(sentence: Sentence, ctx: Context) -> SupportView:
-    """The support view of ``sentence`` under ``ctx`` (built once per sentence)."""
-    key = ("support_view", sentence.number)
-    view: SupportView | None = ctx.memo.get(key)
-    if view is None:
-        view = ctx.memo[key] = _view(sentence, ctx)
-    return view
+def support_view(
+    sentence: Sentence, answer_cited: tuple[SelectedEvidence, ...], ctx: Context
+) -> SupportView:
+    """The evidence ``sentence`` may draw on, by source.
 
-
-def judged(sentence: Sentence) -> bool:
-    """Whether the substantive rules judge ``sentence``.
-
-    A cited one, or an uncited label, heading or table header (which is read against what
-    the whole answer cites).
+    An uncited heading or label is read against ``answer_cited``, what the whole answer
+    cites.
     """
-    return bool(sentence.cited) or sentence.kind is not LineKind.TEXT
-
-
-def _view(sentence: Sentence, ctx: Context) -> SupportView:
-    entries = sentence.cited or tuple(ctx.memo.get("answer_cited", ()))
+    entries = sentence.cited or answer_cited
     cited = {e.anchor for e in entries}
     return SupportView(
         cited=_facts_of(entries, ctx),
@@ -124,3 +138,56 @@ def _view(sentence: Sentence, ctx: Context) -> SupportView:
         ),
         everything=_facts_of(ctx.entries.values(), ctx),
     )
+
+
+def locate_values(
+    sentence: Sentence, view: SupportView, ruleset: Ruleset
+) -> tuple[Located[Value], ...]:
+    """Each value of ``sentence`` with where ``view`` finds it."""
+    return tuple(
+        Located(value, *view.value_source(value))
+        for value in values_in(sentence.text, vocabulary(ruleset))
+    )
+
+
+def _connectors(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(ruleset.entries("entities", "connectors"))
+
+
+@memoized(4096, max_key_chars=_MAX_KEY_CHARS)
+def _spelled_out(acronym: str, text: str, connectors: frozenset[str]) -> bool:
+    return initials_match(acronym, text, connectors)
+
+
+def locate_names(
+    sentence: Sentence, view: SupportView, ruleset: Ruleset
+) -> tuple[Located[Name], ...]:
+    """Each name of ``sentence`` with where ``view`` finds it.
+
+    Headings and table header rows are labels: their capitalised words name nothing. An
+    acronym is found where a text spells out its initials; a name where a text writes it
+    otherwise (an abbreviation, a word of its root); an expansion written beside its
+    acronym only where a text writes the expansion.
+    """
+    found: list[Located[Name]] = []
+    if sentence.kind is not LineKind.TEXT:
+        return ()
+    connectors = ruleset.compiled("entities.connectors", _connectors)
+    texts = [f.statements for f in view.cited] + [view.question.statements]
+    for name in names_in(sentence.text, ruleset):
+        source, anchor = view.word_source(name.forms)
+        abbreviated = len(name.written) <= 4 and f"{name.written}." in sentence.text
+        if source is not Source.CITED and name.kind == "acronym":
+            if any(_spelled_out(name.written, t, connectors) for t in texts):
+                source, anchor = Source.CITED, None
+        elif source is not Source.CITED and any(
+            written_otherwise(name.written, t, abbreviated=abbreviated) for t in texts
+        ):
+            source, anchor = Source.CITED, None
+        found.append(Located(name, source, anchor))
+    for acronym, expansion in expansion_of(sentence.text):
+        wanted = " ".join(words(expansion))
+        if not any(wanted in " ".join(words(t)) for t in texts):
+            name = Name(f"{expansion} ({acronym})", "expansion", frozenset())
+            found.append(Located(name, Source.NOWHERE, None))
+    return tuple(found)

@@ -15,14 +15,15 @@ contradicts them when, for a shared word,
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.parsed import Sentence
 from groundlock.core.firewall.polarity import Clause, Lexicon, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.rules.unsupported_value import sentence_values
-from groundlock.core.firewall.support import Source, support_view
+from groundlock.core.firewall.support import Source
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import SentenceReading
 
 __all__ = ["ContradictsEvidence"]
 
@@ -33,12 +34,12 @@ class ContradictsEvidence(SentenceRule):
     name: ClassVar[str] = "contradicts_evidence"
     reason: ClassVar[ReasonCode] = ReasonCode.CONTRADICTS_EVIDENCE
 
-    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+    def objection(self, sentence: SentenceReading, ctx: Context) -> str | None:
         """The word and how the sentence turns it round."""
-        return _contradiction(sentence, ctx, lexicon(ctx.ruleset))
+        return _contradiction(sentence, lexicon(ctx.ruleset))
 
 
-def _bounds(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
+def _bounds(sentence: SentenceReading, lex: Lexicon) -> str | None:
     """A value stated with the opposite bound to every cited statement of it.
 
     ``at most 30`` where the evidence says ``at least 30``; ``or below`` for ``or above``.
@@ -47,8 +48,8 @@ def _bounds(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
     """
     if any(c.negative for c in clauses(sentence.text, lex)):
         return None
-    cited = support_view(sentence, ctx).cited_values()
-    for value, source, _ in sentence_values(sentence, ctx):
+    cited = sentence.view.cited_values()
+    for value, source, _ in sentence.values:
         if value.bound is None or source is not Source.CITED:
             continue
         stated = cited.bounds_of(value)
@@ -58,11 +59,11 @@ def _bounds(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
     return None
 
 
-def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
-    found = _bounds(sentence, ctx, lex)
+def _contradiction(sentence: SentenceReading, lex: Lexicon) -> str | None:
+    found = _bounds(sentence, lex)
     if found is not None:
         return found
-    view = support_view(sentence, ctx)
+    view = sentence.view
     evidence = [
         clause
         for facts in view.cited
@@ -82,7 +83,7 @@ def _contradiction(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None
         found = (_polarity(clause, aligned) if aligned else None) or _modality(clause, modal)
         if found is not None:
             return found
-    return _opposite(sentence, ctx, lex)
+    return _opposite(sentence, lex)
 
 
 def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
@@ -137,9 +138,9 @@ def _modality(clause: Clause, aligned: list[Clause]) -> str | None:
     return None
 
 
-def _opposite(sentence: Sentence, ctx: Context, lex: Lexicon) -> str | None:
+def _opposite(sentence: SentenceReading, lex: Lexicon) -> str | None:
     """An opposite word, aligned sentence to sentence (a clause is too short to align)."""
-    view = support_view(sentence, ctx)
+    view = sentence.view
     said = _sentence_stems(sentence.text, lex)
     evidence = [_sentence_stems(text, lex) for f in view.cited for text in f.sentences]
     if not said or not evidence:

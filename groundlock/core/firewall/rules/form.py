@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.enums import FinishReason
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.parsed import LineKind, ParsedAnswer
+from groundlock.core.firewall.parsed import LineKind
 from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.rule import Context, Finding
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import Reading
 
 __all__ = [
     "CitationList",
@@ -39,7 +42,7 @@ class OutputTruncated:
     reason: ClassVar[ReasonCode] = ReasonCode.OUTPUT_TRUNCATED
     judges_exact_refusal: ClassVar[bool] = True
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """A finding when the model's finish reason is ``length``."""
         if ctx.execution.finish_reason is FinishReason.LENGTH:
             pinned = ctx.execution.pinned
@@ -54,9 +57,9 @@ class EmptyAnswer:
     reason: ClassVar[ReasonCode] = ReasonCode.EMPTY_ANSWER
     judges_exact_refusal: ClassVar[bool] = True
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """Only markers, punctuation, a citation list or list markers (``1.``) is empty."""
-        if not answer.sentences:
+        if not reading.sentences:
             yield Finding(self.name, self.reason, "answer: no sentence with a letter or digit")
 
 
@@ -67,10 +70,10 @@ class RefusalFormat:
     reason: ClassVar[ReasonCode] = ReasonCode.INVALID_REFUSAL_FORMAT
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """See :mod:`groundlock.core.firewall.refusal` for the forms recognised."""
-        if ctx.refusal.form is RefusalForm.VARIANT:
-            message = f"answer: a refusal that is not exact ({ctx.refusal.found})"
+        if reading.refusal.form is RefusalForm.VARIANT:
+            message = f"answer: a refusal that is not exact ({reading.refusal.found})"
             yield Finding(self.name, self.reason, message)
 
 
@@ -81,13 +84,13 @@ class MalformedCitation:
     reason: ClassVar[ReasonCode] = ReasonCode.MALFORMED_CITATION
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding counting them all."""
-        if answer.scan.malformed:
+        if reading.answer.scan.malformed:
             yield Finding(
                 self.name,
                 self.reason,
-                f"answer: {answer.scan.malformed} anchor-like token(s) not of the form "
+                f"answer: {reading.answer.scan.malformed} anchor-like token(s) not of the form "
                 f"{ctx.ruleset.grammar.shape}",
             )
 
@@ -99,9 +102,9 @@ class UnknownAnchor:
     reason: ClassVar[ReasonCode] = ReasonCode.INVALID_CITATION_REFERENCE
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding naming up to five of them and the anchors the request has."""
-        unknown = sorted({a for a in answer.scan.anchors if a not in ctx.entries})
+        unknown = sorted({a for a in reading.answer.scan.anchors if a not in ctx.entries})
         if unknown:
             count = len(ctx.entries)
             grammar = ctx.ruleset.grammar
@@ -129,10 +132,10 @@ class UncitedSentence:
     states_headings: ClassVar[bool] = True
     """Whether headings and table header rows need an anchor too (``firewall_v1``: yes)."""
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding per uncited sentence."""
-        total = len(answer.sentences)
-        for sentence in answer.sentences:
+        total = len(reading.sentences)
+        for sentence in reading.sentences:
             if sentence.cited:
                 continue
             if not self.states_headings and sentence.kind is not LineKind.TEXT:
@@ -152,15 +155,15 @@ class UncitedStatement(UncitedSentence):
     name: ClassVar[str] = "uncited_statement"
     states_headings: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """As ``uncited_sentence``; and an answer that cites nothing at all (``Yes!``).
 
         A bare ``Yes.`` or a heading needs no anchor beside cited statements; alone, it
         answers with no evidence, and an OK answer cites at least one entry.
         """
-        found = list(super().check(answer, ctx))
+        found = list(super().check(reading, ctx))
         yield from found
-        if not found and answer.sentences and not any(s.cited for s in answer.sentences):
+        if not found and reading.sentences and not any(s.cited for s in reading.sentences):
             yield Finding(self.name, self.reason, "answer: cites no evidence at all", 1)
 
 
@@ -175,12 +178,12 @@ class CitationList:
     reason: ClassVar[ReasonCode] = ReasonCode.CITATION_MISMATCH
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """Up to three findings: stray anchors, a different list, a repeating list."""
-        if len(answer.used_anchors) != len(answer.body_anchors):
+        if len(reading.answer.used_anchors) != len(reading.answer.body_anchors):
             yield Finding(self.name, self.reason, "answer: anchors that belong to no sentence")
-        listed = answer.listed
-        if listed is not None and set(listed) != set(answer.used_anchors):
+        listed = reading.answer.listed
+        if listed is not None and set(listed) != set(reading.answer.used_anchors):
             message = "answer: its citation list differs from its anchors"
             yield Finding(self.name, self.reason, message)
         if listed is not None and len(set(listed)) != len(listed):
@@ -198,7 +201,7 @@ class WordLimit:
     reason: ClassVar[ReasonCode] = ReasonCode.WORD_LIMIT_EXCEEDED
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """A finding naming the count and the limit, when the policy sets one."""
         try:
             budget = ctx.policy.budget_for(ctx.bundle.query_type)
@@ -206,7 +209,7 @@ class WordLimit:
             return
         if budget is None:
             return
-        words = sum(len(_WORD_RE.findall(sentence.text)) for sentence in answer.sentences)
+        words = sum(len(_WORD_RE.findall(sentence.text)) for sentence in reading.sentences)
         if words > budget.max_words:
             kind = ctx.bundle.query_type or "factual"
             message = f"answer: {words} words exceed the {kind} limit of {budget.max_words}"

@@ -10,21 +10,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.facts import facts, stem
+from groundlock.core.firewall.facts import facts, stem, stopwords
 from groundlock.core.firewall.injection import addresses_the_model, instruction_parts
 from groundlock.core.firewall.lexicon import content_words
-from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
 from groundlock.core.firewall.polarity import Clause, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.core.firewall.rules.shared_word import stopwords
-from groundlock.core.firewall.rules.unsupported_entity import sentence_names
-from groundlock.core.firewall.rules.unsupported_value import sentence_values
-from groundlock.core.firewall.support import Source, judged
+from groundlock.core.firewall.support import Source
 from groundlock.policies.ruleset import Ruleset
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import Reading, SentenceReading
 
 __all__ = ["InstructionFollowed", "ObeyedInstruction"]
 
@@ -56,14 +55,14 @@ class InstructionFollowed:
     reason: ClassVar[ReasonCode] = ReasonCode.INSTRUCTION_FOLLOWED
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding per sentence that obeys."""
         stop = stopwords(ctx.ruleset)
         instructions = _instructions(ctx.entries.values(), ctx.ruleset, stop)
         if not instructions:
             return
         coverage = ctx.ruleset.param("obeyed_coverage")
-        for sentence in answer.sentences:
+        for sentence in reading.sentences:
             if _follows(sentence, instructions, ctx.ruleset, stop, coverage):
                 message = (
                     f"answer: sentence {sentence.number} restates an instruction in the evidence"
@@ -72,7 +71,7 @@ class InstructionFollowed:
 
 
 def _follows(
-    sentence: Sentence,
+    sentence: SentenceReading,
     instructions: tuple[frozenset[str], ...],
     ruleset: Ruleset,
     stop: frozenset[str],
@@ -118,12 +117,10 @@ class ObeyedInstruction(InstructionFollowed):
 
     name: ClassVar[str] = "obeyed_instruction"
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding per sentence that obeys, by its words or by a value or name."""
         payloads = _payloads(ctx)
-        for sentence in answer.sentences:
-            if not judged(sentence):
-                continue
+        for sentence in reading.judged_sentences():
             what = _obeys(sentence, ctx, payloads)
             if what is not None:
                 message = f"answer: sentence {sentence.number}: {what}"
@@ -151,11 +148,11 @@ def _ordering(ruleset: Ruleset) -> frozenset[str]:
     return frozenset(stem(w) for w in ruleset.entries("injection_words"))
 
 
-def _obeys(sentence: Sentence, ctx: Context, payloads: tuple[Clause, ...]) -> str | None:
-    for value, source, _ in sentence_values(sentence, ctx):
+def _obeys(sentence: SentenceReading, ctx: Context, payloads: tuple[Clause, ...]) -> str | None:
+    for value, source, _ in sentence.values:
         if source is Source.INSTRUCTION:
             return f"states {value.surface!r}, found only in an instruction to the model"
-    for name, source, _ in sentence_names(sentence, ctx):
+    for name, source, _ in sentence.names:
         if source is Source.INSTRUCTION:
             return f"names {name.written!r}, found only in an instruction to the model"
     if not payloads:

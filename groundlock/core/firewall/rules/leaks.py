@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
 from groundlock.core.firewall.lookalikes import fold_lookalikes
-from groundlock.core.firewall.parsed import ParsedAnswer, Sentence
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.policies.ruleset import Ruleset
 from groundlock.prompts.template import load_template
 from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import Reading, SentenceReading
 
 __all__ = ["MetaCommentary", "MetadataLeak", "cited_contain"]
 
@@ -37,7 +39,7 @@ _SECTION_SYNTAX_RE = re.compile(
 _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
 
 
-def _reading(sentence: Sentence, ctx: Context) -> str:
+def _reading(sentence: SentenceReading, ctx: Context) -> str:
     """The sentence as the leak and meta patterns read it: folded.
 
     From ``firewall_v2`` look-alike letters are made ASCII first (``\u0435vidence`` with a
@@ -51,7 +53,7 @@ def _reading(sentence: Sentence, ctx: Context) -> str:
 _SEPARATORS_RE = re.compile(r"[\W_]+")
 
 
-def _spelled_apart(sentence: Sentence, ids: set[str], ctx: Context) -> bool:
+def _spelled_apart(sentence: SentenceReading, ids: set[str], ctx: Context) -> bool:
     """From ``firewall_v2``: an id written with other separators, compared without any.
 
     ``amm 29 11 00 c004``, ``amm_29_11_00_c004``, non-breaking hyphens.
@@ -68,7 +70,7 @@ def _spelled_apart(sentence: Sentence, ids: set[str], ctx: Context) -> bool:
     return False
 
 
-def cited_contain(sentence: Sentence, phrase: str) -> bool:
+def cited_contain(sentence: SentenceReading, phrase: str) -> bool:
     """Whether an entry ``sentence`` cites contains ``phrase``, case and apostrophes aside."""
     wanted = plain(phrase)
     return any(wanted in plain(e.sanitized_text) for e in sentence.cited)
@@ -103,16 +105,16 @@ class MetadataLeak:
     reason: ClassVar[ReasonCode] = ReasonCode.METADATA_LEAK
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """The prompt's rules repeated first, then sentence by sentence."""
         size = int(ctx.ruleset.param("template_ngram_words"))
         grams = _template_ngrams(ctx.policy.prompt_template, size)
         if ctx.ruleset.params.get("template_ngrams_without_markers"):
             # The presets' templates show a marker as an example: an answer citing a file of
             # that name repeats the template's words in its markers, not its instructions.
-            said = [word for sentence in answer.sentences for word in words(sentence.text)]
+            said = [word for sentence in reading.sentences for word in words(sentence.text)]
         else:
-            said = words(answer.text)
+            said = words(reading.text)
         if any(tuple(said[i : i + size]) in grams for i in range(len(said) - size + 1)):
             yield Finding(self.name, self.reason, "answer: repeats the prompt's own instructions")
         # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
@@ -124,10 +126,10 @@ class MetadataLeak:
             for e in ctx.entries.values()
             for i in ((e.chunk_id,) if public else (e.chunk_id, e.knowledge_id))
         }
-        for s in answer.sentences:
+        for s in reading.sentences:
             yield from self._sentence(s, ids, ctx)
 
-    def _sentence(self, s: Sentence, ids: set[str], ctx: Context) -> Iterator[Finding]:
+    def _sentence(self, s: SentenceReading, ids: set[str], ctx: Context) -> Iterator[Finding]:
         where = f"answer: sentence {s.number}"
         folded = _reading(s, ctx)
         if _HEADER_SYNTAX_RE.search(folded):
@@ -171,11 +173,11 @@ class MetaCommentary:
     reason: ClassVar[ReasonCode] = ReasonCode.META_COMMENTARY
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """A reasoning tag, then the first meta phrase the cited entries do not contain."""
         tag = ctx.ruleset.compiled("meta.reasoning_tag", _reasoning_tag)
         patterns = ctx.ruleset.compiled("meta.patterns", meta_patterns)
-        for s in answer.sentences:
+        for s in reading.sentences:
             where = f"answer: sentence {s.number}"
             folded = _reading(s, ctx)
             written = fold_lookalikes(s.text, ctx.ruleset)

@@ -7,15 +7,15 @@ entries cover few of them.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.parsed import LineKind, Sentence
+from groundlock.core.firewall.parsed import LineKind
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.rules.coverage import coverage
-from groundlock.core.firewall.rules.unsupported_entity import sentence_names
-from groundlock.core.firewall.rules.unsupported_value import sentence_values
-from groundlock.core.firewall.support import Source, support_view
+from groundlock.core.firewall.support import Source
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import SentenceReading
 
 __all__ = ["MisattributedCitation"]
 
@@ -26,28 +26,27 @@ class MisattributedCitation(SentenceRule):
     name: ClassVar[str] = "misattributed_citation"
     reason: ClassVar[ReasonCode] = ReasonCode.MISATTRIBUTED_CITATION
 
-    def judges(self, sentence: Sentence) -> bool:
+    def judges(self, sentence: SentenceReading) -> bool:
         """Cited statements only.
 
         A heading or a label names its subject, whichever entry has it.
         """
         return sentence.kind is LineKind.TEXT and bool(sentence.cited)
 
-    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+    def objection(self, sentence: SentenceReading, ctx: Context) -> str | None:
         """What belongs to another entry, and which."""
-        for value, source, anchor in sentence_values(sentence, ctx):
+        for value, source, anchor in sentence.values:
             if source is Source.OTHER_ENTRY:
                 return f"the {value.kind} {value.surface!r} is in {anchor}, which it does not cite"
-        for name, source, anchor in sentence_names(sentence, ctx):
+        for name, source, anchor in sentence.names:
             if source is Source.OTHER_ENTRY:
                 return f"the {name.kind} {name.written!r} is in {anchor}, which it does not cite"
-        cited, best, anchor = coverage(sentence, ctx), 0.0, None
+        best, anchor = 0.0, None
         low = ctx.ruleset.param("misattribution_cited_below")
-        if cited >= low:
+        if sentence.coverage >= low:
             return None
-        view = support_view(sentence, ctx)
-        for other_anchor, other in view.others:
-            share = coverage(sentence, ctx, other)
+        for other_anchor, other in sentence.view.others:
+            share = sentence.coverage_in(other)
             if share > best:
                 best, anchor = share, other_anchor
         if best >= ctx.ruleset.param("misattribution_other_at_least"):

@@ -6,24 +6,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
+from groundlock.core.firewall.facts import stopwords
 from groundlock.core.firewall.lexicon import content_words, entry_content_words
-from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context, Finding
-from groundlock.policies.ruleset import Ruleset
 
-__all__ = ["NoSharedWord", "stopwords"]
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import Reading
 
-
-def _stopwords(ruleset: Ruleset) -> frozenset[str]:
-    return frozenset(ruleset.entries("stopwords"))
-
-
-def stopwords(ruleset: Ruleset) -> frozenset[str]:
-    """The ruleset's stop words (``stopwords.words``), as a set built once."""
-    return ruleset.compiled("stopwords", _stopwords)
+__all__ = ["NoSharedWord"]
 
 
 class NoSharedWord:
@@ -33,10 +26,10 @@ class NoSharedWord:
     reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_STATEMENT
     judges_exact_refusal: ClassVar[bool] = False
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding per such sentence."""
         stop = stopwords(ctx.ruleset)
-        for sentence in answer.sentences:
+        for sentence in reading.sentences:
             if not sentence.cited:
                 continue
             supported = set().union(

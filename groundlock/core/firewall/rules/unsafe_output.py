@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from linkify_it import LinkifyIt
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.policies.ruleset import Ruleset
 from groundlock.text.unsafe import unsafe_output
+
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import Reading
 
 __all__ = ["UnsafeOutput", "unsafe_in"]
 
@@ -77,9 +79,9 @@ class UnsafeOutput:
     reason: ClassVar[ReasonCode] = ReasonCode.UNSAFE_OUTPUT
     judges_exact_refusal: ClassVar[bool] = True
 
-    def check(self, answer: ParsedAnswer, ctx: Context) -> Iterator[Finding]:
+    def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding naming the first kind of unsafe output found."""
         quoted = [entry.sanitized_text for entry in ctx.entries.values()]
-        unsafe = unsafe_in(answer.text, ctx.ruleset, quoted)
+        unsafe = unsafe_in(reading.text, ctx.ruleset, quoted)
         if unsafe is not None:
             yield Finding(self.name, self.reason, f"answer: contains {unsafe}")

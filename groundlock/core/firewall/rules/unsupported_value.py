@@ -9,31 +9,16 @@ or in the question. A value found only in an entry the sentence does not cite is
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.facts import vocabulary
-from groundlock.core.firewall.parsed import Sentence
 from groundlock.core.firewall.rule import Context, SentenceRule
-from groundlock.core.firewall.support import Source, support_view
-from groundlock.core.firewall.values import Value, values_in
+from groundlock.core.firewall.support import Source
 
-__all__ = ["UnsupportedValue", "sentence_values"]
+if TYPE_CHECKING:
+    from groundlock.core.firewall.reading import SentenceReading
 
-
-def sentence_values(
-    sentence: Sentence, ctx: Context
-) -> tuple[tuple[Value, Source, str | None], ...]:
-    """Each value of a cited sentence with where it was found (computed once a sentence)."""
-    key = ("values", sentence.number)
-    found = ctx.memo.get(key)
-    if found is None:
-        view = support_view(sentence, ctx)
-        found = ctx.memo[key] = tuple(
-            (value, *view.value_source(value))
-            for value in values_in(sentence.text, vocabulary(ctx.ruleset))
-        )
-    return found
+__all__ = ["UnsupportedValue"]
 
 
 class UnsupportedValue(SentenceRule):
@@ -42,9 +27,9 @@ class UnsupportedValue(SentenceRule):
     name: ClassVar[str] = "unsupported_value"
     reason: ClassVar[ReasonCode] = ReasonCode.UNSUPPORTED_VALUE
 
-    def objection(self, sentence: Sentence, ctx: Context) -> str | None:
+    def objection(self, sentence: SentenceReading, ctx: Context) -> str | None:
         """Its first value found nowhere."""
-        for value, source, _ in sentence_values(sentence, ctx):
+        for value, source, _ in sentence.values:
             if source is Source.NOWHERE:
                 return f"the {value.kind} {value.surface!r} is in no evidence entry"
         return None
