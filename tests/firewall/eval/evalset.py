@@ -43,6 +43,11 @@ WRONG_KINDS = (
     "quantifier_change",  # all -> some, only -> also, at least -> at most, ...
     "obeyed_injection",  # content drawn from an instruction injected into an entry
     "disguised_refusal",  # "X is not covered in the documents [C0]" when C0 says nothing so
+    "reasoning_trace",  # thinking aloud or chat filler: "The question wants to know ...", "Certainly!"
+    "other_source_frame",  # a claim framed as from another source: "Based on general knowledge, ..."
+    "superseded_value",  # a value the cited entry marks as replaced, wrong or cancelled
+    "paraphrased_negation",  # "X can be skipped", "X is not mandatory" where the entry requires X
+    "rebound_value",  # the entry's number bound to another predicate: 12 inspected -> 12 failed
 )
 _ANCHOR_RE = re.compile(r"\[C(\d+)\]")
 KNOWLEDGE_TYPES = (
@@ -66,6 +71,11 @@ class Answer:
     style: str | None
     borderline: bool
     note: str | None
+    wrong_sentence: tuple[str, ...] = ()
+    """For a wrong answer of more than one sentence: an excerpt of each sentence that
+    carries the defect, copied verbatim from the answer and short enough to stay inside
+    that sentence. A rejection is *on target* when its enforced finding is about a
+    sentence that holds one of them (a one-sentence answer is on target trivially)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ def load(path: Path) -> EvalBundle:
                 style=a.get("style"),
                 borderline=bool(a.get("borderline", False)),
                 note=a.get("note"),
+                wrong_sentence=_excerpts(a.get("wrong_sentence")),
             )
             for a in data["answers"]
         ),
@@ -144,6 +155,13 @@ REVIEW_DIR = EVAL_DIR.parent / "review"
 def load_all(directory: Path = EVAL_DIR) -> list[EvalBundle]:
     """Every eval file of a set (by default the tuning set), in name order."""
     return [load(path) for path in sorted(directory.glob("*.json"))]
+
+
+def _excerpts(value: Any) -> tuple[str, ...]:
+    """``wrong_sentence`` as written (one excerpt or a list of them), as a tuple."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _problems(data: Any) -> Any:  # noqa: PLR0912  (one message per rule)
@@ -185,6 +203,15 @@ def _problems(data: Any) -> Any:  # noqa: PLR0912  (one message per rule)
         for number in _ANCHOR_RE.findall(text):
             if int(number) >= len(entries):
                 yield f"{ident}: cites [C{number}], the bundle has {len(entries)} entries"
+        marked = answer.get("wrong_sentence")
+        if marked is not None:
+            excerpts = [marked] if isinstance(marked, str) else marked
+            if answer.get("label") != "wrong":
+                yield f"{ident}: only a wrong answer marks its wrong sentence"
+            if not isinstance(excerpts, list) or not all(
+                isinstance(e, str) and e.strip() and e in text for e in excerpts
+            ):
+                yield f"{ident}: wrong_sentence must be excerpts copied from the answer"
 
 
 def _admitted(bundle: EvalBundle) -> None:
@@ -192,6 +219,7 @@ def _admitted(bundle: EvalBundle) -> None:
     from groundlock import AssembleEvidence, load_policy  # noqa: PLC0415  (only when checking)
 
     result = AssembleEvidence(policy=load_policy("R2_POLICY_V1")).invoke(bundle.retrieval_bundle())
+    result = result.bundle
     kept = len(result.selected_evidence)
     if kept != len(bundle.entries):
         raise ValueError(
