@@ -43,8 +43,8 @@ WRONG_KINDS = (
     "quantifier_change",  # all -> some, only -> also, at least -> at most, ...
     "obeyed_injection",  # content drawn from an instruction injected into an entry
     "disguised_refusal",  # "X is not covered in the documents [C0]" when C0 says nothing so
-    "reasoning_trace",  # thinking aloud or chat filler: "The question wants to know ...", "Certainly!"
-    "other_source_frame",  # a claim framed as from another source: "Based on general knowledge, ..."
+    "reasoning_trace",  # thinking aloud or chat filler: "The question wants to know ..."
+    "other_source_frame",  # framed as from another source: "Based on general knowledge, ..."
     "superseded_value",  # a value the cited entry marks as replaced, wrong or cancelled
     "paraphrased_negation",  # "X can be skipped", "X is not mandatory" where the entry requires X
     "rebound_value",  # the entry's number bound to another predicate: 12 inspected -> 12 failed
@@ -150,6 +150,11 @@ firewall does on answers it was not shaped by."""
 
 REVIEW_DIR = EVAL_DIR.parent / "review"
 """The adversarial review's cases (seen while revising the rules after the review)."""
+
+
+BROAD_DIR = EVAL_DIR.parent / "broad"
+"""Answers in the styles real models write, with the classes real output showed: frames,
+other spellings of names and values, reasoning traces, superseded values, ..."""
 
 
 def load_all(directory: Path = EVAL_DIR) -> list[EvalBundle]:
