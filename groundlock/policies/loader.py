@@ -29,7 +29,7 @@ __all__ = [
     "lock_policy",
 ]
 
-DEFAULT_POLICY = "R2_POLICY_V2"
+DEFAULT_POLICY = "R2_POLICY_V3"
 """The policy used when none is named."""
 
 _NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")

@@ -5,7 +5,10 @@ A ruleset is a directory under ``groundlock/policies/rulesets/`` with its conten
 
 * ``manifest.json``: the ordered rule table (the one place the contract order lives: the
   first enforced finding in this order names ``failure_reason``), each rule's default mode,
-  the citation grammar, the segmentation and the numeric parameters of the rules. A manifest
+  the citation grammar, the segmentation, the numeric parameters of the rules and the
+  *features* it turns on (named changes of how shared rules read text, such as
+  ``reference_marks``: a rule's behaviour is a function of its name and its ruleset's
+  features, so a ruleset that names none judges as it always did). A manifest
   may name a base ruleset in ``extends``: the base's vocabulary, modes and parameters are
   taken as they are (its own lock verified), and the manifest's entries replace or add to
   them; the ruleset's sha256 then covers its own files and the base's sha256;
@@ -47,7 +50,7 @@ __all__ = [
     "ruleset_sha256",
 ]
 
-DEFAULT_RULESET = "firewall_v2"
+DEFAULT_RULESET = "firewall_v3"
 """The ruleset of the default policy (and of the offline model when none is named)."""
 
 Mode = Literal["enforce", "flag"]
@@ -57,6 +60,43 @@ _T = TypeVar("_T")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _SEGMENTERS = {"sentences_v1": False, "sentences_v2": True}
 """Segmentation names: whether abbreviations and initials join capitalised names."""
+
+
+FEATURES: dict[str, str] = {
+    "reference_marks": "an evidence text's reference marks ([1], [2, 3], a superscript "
+    "after a word, a bracketed number glued to a word) state no value and no word",
+    "name_variants": "a name is found where the evidence writes it another way: a run of "
+    "capitalised words whose initials are an abbreviation it writes, a spelling of a line of "
+    "variants.lines (places, organisations, formulas, element symbols), a hyphenated word "
+    "joined or without its prefix, a regular plural as its singular",
+    "value_variants": "values written another way: compound number words (forty-two, two "
+    "hundred), a glued scale without a currency (100k), a tally whose numbers the evidence "
+    "states apart, a rating's scale (4 out of 5 stars), a time without its zero (7:5), and "
+    "counts of the answer's own points (two reasons) are no values",
+    "polarity_v3": "a 'not ... until' clause states when something first happened, not "
+    "that it did not; an evidence sentence holding both words of an opposite pair (increases "
+    "... decreases) relates two things and is no opposite of either",
+    "frames": "an attribution frame that points at the evidence (frames.patterns: 'Based on "
+    "the given passages, ...', '..., as the manual notes.') is blanked before the rules read "
+    "the sentence; the rest is judged as if it stood alone",
+    "end_tokens": "a model's end-of-sequence token at the end of a line (</s>, "
+    "<|endoftext|>, <|im_end|>, <|eot_id|>, <eos>) is not markup",
+    "evidence_word": "the word evidence leaks the prompt only where it names the prompt's "
+    "parts (an evidence entry, block, header, id or number), not in a factual sentence",
+    "superseded": "an entry's values that it marks as replaced, cancelled or wrong "
+    "(superseded.patterns) are indexed apart, for rule superseded_value",
+    "waivers": "a clause that lets off a requirement or allows what is forbidden in other "
+    "words (waivers.patterns: 'is not necessary', 'can be skipped', 'is fine') is read by rule "
+    "waived_requirement, and obeys an injected instruction that lets off the same thing",
+    "loose_words": "an entry's words of six letters or more are also indexed by their first "
+    "five letters, for rule weak_support's loose match",
+    "acronyms_apart": "rule unsupported_entity judges names only; acronyms and expansions "
+    "are rule unsupported_acronym's, so that each has its own mode",
+    "quoted_addresses": "an e-mail address the evidence writes is no link out of the answer",
+    "labels_state_nothing": "rule no_shared_word leaves cited headings and labels alone (a "
+    "label introduces what its list items state and cite)",
+}
+"""Every feature a ruleset may turn on, with what it changes."""
 
 
 class RulesetError(GroundlockError):
@@ -84,11 +124,17 @@ class Ruleset:
     """Thresholds and sizes the rules read (``obeyed_coverage``, ...)."""
     files: Mapping[str, Mapping[str, tuple[str, ...]]]
     """Vocabulary: file stem -> section (``""`` before the first header) -> entries."""
+    features: frozenset[str] = frozenset()
+    """Named reading changes it turns on (``firewall_v3``'s ``name_variants``, ...)."""
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def entries(self, file: str, section: str = "") -> tuple[str, ...]:
         """The entries (words or patterns) of one section of a vocabulary file (empty if absent)."""
         return self.files.get(file, {}).get(section, ())
+
+    def has(self, feature: str) -> bool:
+        """Whether the ruleset turns ``feature`` on (see :data:`FEATURES`)."""
+        return feature in self.features
 
     def param(self, name: str) -> float:
         """A numeric parameter of the manifest.
@@ -203,14 +249,19 @@ def load_ruleset(name: str) -> Ruleset:
         rules = tuple(str(rule) for rule in manifest["rules"])
         modes = {str(k): cast("Mode", v) for k, v in manifest.get("modes", {}).items()}
         params = {str(k): float(v) for k, v in manifest.get("params", {}).items()}
+        features = frozenset(str(f) for f in manifest.get("features", ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise RulesetError(f"ruleset {name!r}: manifest.json is incomplete ({exc})") from exc
     if any(mode not in ("enforce", "flag") for mode in modes.values()):
         raise RulesetError(f"ruleset {name!r}: a mode is neither 'enforce' nor 'flag'")
+    unknown = sorted(features - FEATURES.keys())
+    if unknown:
+        raise RulesetError(f"ruleset {name!r}: unknown features {', '.join(unknown)}")
     if base is not None:
         files = {**{stem: dict(sections) for stem, sections in base.files.items()}, **files}
         modes = {**base.modes, **modes}
         params = {**base.params, **params}
+        features |= base.features
         sha256 = hashlib.sha256(f"{sha256}\0{base.name}\0{base.sha256}".encode()).hexdigest()
     segmenter = Segmenter.of(
         files.get("abbreviations", {}),
@@ -226,6 +277,7 @@ def load_ruleset(name: str) -> Ruleset:
         rules=rules,
         modes=modes,
         params=params,
+        features=features,
         files=files,
     )
 

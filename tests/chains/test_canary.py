@@ -79,7 +79,7 @@ CASES: list[tuple[str, Any, dict[str, Any], GenerationStatus, ReasonCode | None]
      ReasonCode.MALFORMED_CITATION),
     ("invented", _scripted(f"{RAW} [C9]"), _bundle(), GenerationStatus.FAILED,
      ReasonCode.INVALID_CITATION_REFERENCE),
-    ("leak", _scripted(f"The evidence says {RAW}. [C0]"), _bundle(), GenerationStatus.FAILED,
+    ("leak", _scripted(f"Evidence entry C0 says {RAW}. [C0]"), _bundle(), GenerationStatus.FAILED,
      ReasonCode.METADATA_LEAK),
     ("truncated", _scripted(f"Replace it {RAW}. [C0]", finish_reason="length"), _bundle(),
      GenerationStatus.FAILED, ReasonCode.OUTPUT_TRUNCATED),
@@ -177,7 +177,8 @@ class _Tokens(BaseCallbackHandler):
 
 
 EVENT_CASES = [case for case in CASES if case[1] is not None] + [
-    ("streamed-leak", _StreamingProvider(text=f"The evidence says {RAW}. [C0]", streaming=True),
+    ("streamed-leak",
+     _StreamingProvider(text=f"Evidence entry C0 says {RAW}. [C0]", streaming=True),
      _bundle(), GenerationStatus.FAILED, ReasonCode.METADATA_LEAK),
 ]  # fmt: skip
 
@@ -211,7 +212,7 @@ async def test_event_streams_show_the_chain_run_only_never_a_stage_or_the_raw_an
 
 @pytest.mark.parametrize("nesting", ["piped", "called"])
 async def test_a_chain_inside_another_streams_no_stage_to_the_outer_event_stream(nesting: str):
-    inner = grounded_answer_chain(model=_scripted(f"The evidence says {RAW}. [C0]"))
+    inner = grounded_answer_chain(model=_scripted(f"Evidence entry C0 says {RAW}. [C0]"))
     # Piped, LCEL flattens the chain's stages into the outer sequence; called from a
     # function, the chain is a run of its own inside the outer one. Neither shows a stage.
     outer = (
@@ -242,7 +243,7 @@ async def test_tracers_still_see_every_stage_while_the_event_stream_sees_none():
 
 
 def test_a_model_that_streams_inside_generate_is_pinned_not_to_stream():
-    model = _StreamingProvider(text=f"The evidence says {RAW}. [C0]", streaming=True)
+    model = _StreamingProvider(text=f"Evidence entry C0 says {RAW}. [C0]", streaming=True)
     chain = grounded_answer_chain(model=model)
     tokens = _Tokens()
     response = chain.invoke(_bundle(), {"callbacks": [tokens]})
@@ -267,6 +268,6 @@ async def test_the_typed_v3_event_stream_is_not_offered_by_the_chain():
     # v3 streams a chat model's content blocks; a sequence does not implement it. Should a
     # langchain-core release start offering it on sequences, this fails and the new stream
     # must be checked for stage data like v1 and v2 above.
-    chain = grounded_answer_chain(model=_scripted(f"The evidence says {RAW}. [C0]"))
+    chain = grounded_answer_chain(model=_scripted(f"Evidence entry C0 says {RAW}. [C0]"))
     with pytest.raises(NotImplementedError):
         await chain.astream_events(_bundle(), version="v3")

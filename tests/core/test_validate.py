@@ -618,25 +618,36 @@ _RUNS = ["=", ".", "\n", "/", "!", "?", "@", " ", "-", "*", "_", "<", "[", "(", 
 _RUNS += ["a-", "a.", "-a", "ab.", "a.b-", "a@"]  # labels of a domain or an address
 
 
-@pytest.mark.parametrize("policy", ["R2_POLICY_V1", "R2_POLICY_V2"])
+def _judging_time(text: str, policy: str) -> float:
+    """The CPU time R5 takes on ``text`` under ``policy``, the least of three runs."""
+    loaded = load_policy(policy)
+    execution = ExecuteModel(model=ScriptedChatModel(text=text), policy=POLICY).invoke(PROMPT)
+    times = []
+    for _ in range(3):
+        started = time.process_time()
+        validate_answer(execution, loaded)
+        times.append(time.process_time() - started)
+    return min(times)
+
+
+@pytest.mark.parametrize("policy", ["R2_POLICY_V1", "R2_POLICY_V2", "R2_POLICY_V3"])
 @pytest.mark.parametrize("run", _RUNS, ids=[repr(c) for c in _RUNS])
 def test_a_long_run_of_one_character_is_judged_in_linear_time(run, policy):
     # A run of one character tokenises compactly, so tens of thousands fit under the output
     # cap. Searches that restarted inside the run (a run of '=' took 22 s, of '.' 48 s, of
-    # blank lines 1.4 s) made such an answer a denial of service. The bound here is a guard
-    # against quadratic search, 15 times what a 50,000-character answer takes, not a speed
-    # target: those live in benchmarks/.
+    # blank lines 1.4 s) made such an answer a denial of service. Scaling, not a bound: the
+    # run twice as long must take less than three times as long (linear is two, quadratic
+    # four), in CPU time, the least of three runs; times under 2 ms count as 2 ms, where the
+    # clock's grain is the whole difference. Speed targets live in benchmarks/.
     counter = get_token_counter(POLICY.token_encoding)
     cap = POLICY.reserved_output_tokens
     length = 50_000
     while counter.count(f"Replace it every 500 hours{run * length}x/ [C0]") > cap:
         length //= 2
-    text = f"Replace it every 500 hours{run * length}x/ [C0]"
-    loaded = load_policy(policy)
-    execution = ExecuteModel(model=ScriptedChatModel(text=text), policy=POLICY).invoke(PROMPT)
-    started = time.perf_counter()
-    validate_answer(execution, loaded)
-    assert time.perf_counter() - started < 1.0, f"{length} x {run!r}"
+    half = f"Replace it every 500 hours{run * (length // 2)}x/ [C0]"
+    full = f"Replace it every 500 hours{run * length}x/ [C0]"
+    short, long = _judging_time(half, policy), _judging_time(full, policy)
+    assert long / max(short, 0.002) < 3.0, f"{length // 2}: {short:.4f} s, {length}: {long:.4f} s"
 
 
 # Found by an adversarial review ------------------------------------------------------------

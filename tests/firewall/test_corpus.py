@@ -3,7 +3,7 @@
 ``corpus/answers.jsonl`` holds a few thousand answers over fixed bundles (see
 ``corpus/build.py``); ``corpus/verdicts_<ruleset>.jsonl`` the verdict each ruleset reached on
 each when it was made (``firewall_v1``: by the code before rulesets existed, commit 9b69000;
-``firewall_v2``: when it was released).
+``firewall_v2`` and ``firewall_v3``: when each was released).
 A moved verdict under an existing ruleset name is a defect: a change of verdicts is a new
 ruleset version.
 """
@@ -19,7 +19,11 @@ from groundlock import load_policy
 from tests.firewall.corpus.build import HERE
 from tests.firewall.corpus.freeze import judged, verdict
 
-FROZEN = {"R2_POLICY_V1": "firewall_v1", "R2_POLICY_V2": "firewall_v2"}
+FROZEN = {
+    "R2_POLICY_V1": "firewall_v1",
+    "R2_POLICY_V2": "firewall_v2",
+    "R2_POLICY_V3": "firewall_v3",
+}
 
 
 def _frozen(ruleset: str) -> dict[str, dict[str, Any]]:

@@ -43,6 +43,9 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
         "R2_POLICY_V1",
         "R2_POLICY_V2",
         "R2_POLICY_V2_JUDGED",
+        "R2_POLICY_V3",
+        "R2_POLICY_V3_JUDGED",
+        "R2_POLICY_V3_STRICT",
         "SEMANTIC_ID_POLICY_V1",
         "SOURCE_PAGE_POLICY_V1",
     ]
@@ -53,7 +56,28 @@ def test_r2_policy_v2_selects_as_v1_and_judges_with_firewall_v2():
     firewall = {"policy_version", "description", "firewall_ruleset", "firewall_modes"}
     assert v1.model_dump(exclude=firewall) == v2.model_dump(exclude=firewall)
     assert (v1.firewall_ruleset, v2.firewall_ruleset) == ("firewall_v1", "firewall_v2")
-    assert load_policy().policy_version == "R2_POLICY_V2"
+
+
+def test_r2_policy_v3_is_the_default_and_selects_as_v2():
+    v2, v3 = load_policy("R2_POLICY_V2"), load_policy("R2_POLICY_V3")
+    firewall = {"policy_version", "description", "firewall_ruleset", "firewall_modes"}
+    assert v2.model_dump(exclude=firewall) == v3.model_dump(exclude=firewall)
+    assert v3.firewall_ruleset == "firewall_v3"
+    assert load_policy().policy_version == "R2_POLICY_V3"
+    # The default flags the rules below 90 % precision on real model output; the strict
+    # preset enforces every rule; the judged one adds the support judge and nothing else.
+    assert {rule for rule, mode in v3.firewall_modes.items() if mode == "flag"} == {
+        "unsupported_entity",
+        "rebound_value",
+        "support_coverage",
+    }
+    strict, judged = load_policy("R2_POLICY_V3_STRICT"), load_policy("R2_POLICY_V3_JUDGED")
+    assert set(strict.firewall_modes.values()) == {"enforce"}
+    assert strict.firewall_modes.keys() == v3.firewall_modes.keys()
+    assert judged.support_judge is not None
+    assert judged.model_dump(exclude={"policy_version", "description", "support_judge"}) == (
+        v3.model_dump(exclude={"policy_version", "description", "support_judge"})
+    )
 
 
 def test_v1_keeps_the_hash_its_audit_rows_carry():

@@ -16,10 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from groundlock.core.firewall.facts import stem
-from groundlock.core.firewall.lexicon import unaccented
+from groundlock.core.firewall.lexicon import singular, unaccented
 from groundlock.policies.ruleset import Ruleset
 
-__all__ = ["Name", "expansion_of", "initials_match", "names_in", "written_otherwise"]
+__all__ = [
+    "Name",
+    "expansion_of",
+    "initials_match",
+    "names_in",
+    "written_otherwise",
+]
 
 _WORD_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]|[.-](?=[^\W_]))*")
 _INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]\.?|[A-Z][a-z]{0,3}")
@@ -50,6 +56,13 @@ class Name:
     forms: frozenset[str]
     """Caseless forms to look for in the evidence (the word, without a possessive, its stem;
     each part of a hyphenated word is a name of its own)."""
+    opening: bool = False
+    """Whether it is a clause's first word, read as a name by ``_opening_name``: the name a
+    sentence is about (``Siemens recommends ...``)."""
+    before_name: str | None = None
+    """For a clause's first word read as a name because a capitalised word follows
+    (``Bosch Rexroth``), that word: if the evidence holds it, the first word is given the
+    benefit of the doubt (``Margot Robbie`` where the evidence names Robbie)."""
 
 
 def _common(ruleset: Ruleset) -> frozenset[str]:
@@ -67,6 +80,7 @@ def _common(ruleset: Ruleset) -> frozenset[str]:
 def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
     """The names of a sentence's text (markers already blanked), in order."""
     common = ruleset.compiled("entities.common", _common)
+    variants = ruleset.has("name_variants")
     previous_end = 0
     text = _LABEL_RE.sub(_blank, text)
     for found in _WORD_RE.finditer(text):
@@ -75,10 +89,85 @@ def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
         previous_end = found.end()
         if not word[0].isupper() or any(c.isdigit() for c in word):
             continue  # (a word with a digit is an identifier: the value rule's)
+        before_name = None
         if opener:
+            opening = variants and _opening_name(text, found, common, ruleset)
+            if not opening:
+                continue
+            if isinstance(opening, str):
+                before_name = opening
+        parts = re.split(r"[-.]", word.rstrip("."))
+        if not variants:
+            for part in parts:
+                yield from _name(part, common)
             continue
-        for part in re.split(r"[-.]", word.rstrip(".")):
-            yield from _name(part, common)
+        names = _compound(parts, common) if len(parts) > 1 else _name(parts[0], common)
+        for name in names:
+            forms = name.forms | {singular(f) for f in name.forms}
+            yield Name(name.written, name.kind, forms, opener, before_name)
+
+
+def _reporting(ruleset: Ruleset) -> frozenset[str]:
+    return frozenset(ruleset.entries("entities", "reporting"))
+
+
+def _opening_name(  # noqa: PLR0911  (one return per form of name)
+    text: str, found: re.Match[str], common: frozenset[str], ruleset: Ruleset
+) -> bool | str:
+    """Under ``name_variants``: whether a clause's first word is read as a name anyway.
+
+    A sentence's first word is capitalised by grammar, so it is a name only where nothing
+    else would be: an acronym (``NASA announced``), a word followed by another capitalised
+    one (``Bosch Rexroth recommends``), a possessive (``Siemens' manual``), or a word
+    followed by a verb a named actor does (``Siemens recommends``, ``Drake sings``, from
+    ``entities.words``). Common sentence openers never are. For a word followed by a
+    capitalised one, that word is returned: see :attr:`Name.before_name`.
+    """
+    word = found.group()
+    lower = word.lower().rstrip(".")
+    if lower in common or len(word) < 2:
+        return False
+    letters = [c for c in word if c.isalpha()]
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        return True
+    rest = text[found.end() :]
+    if _POSSESSIVE_AFTER_RE.match(rest) or _POSSESSIVE_RE.search(word):
+        return True
+    following = _NEXT_WORD_RE.match(rest)
+    if following is None:
+        return False
+    if following[1].lower() in ruleset.compiled("entities.reporting", _reporting):
+        return True
+    if following[1][0].isupper() and following[1].lower() not in common:
+        return following[1].rstrip(".")
+    return False
+
+
+_POSSESSIVE_AFTER_RE = re.compile(r"['\u2019]s?\s")
+_POSSESSIVE_RE = re.compile(r"['\u2019]s?$")
+_NEXT_WORD_RE = re.compile(r"[ \t]+([^\W\d_][\w'\u2019-]*)")
+
+
+_PREFIXES = frozenset(
+    "neo pre post anti non pro ex mid pan sub proto pseudo semi inter trans ultra vice co re "
+    "un multi cross counter over under".split()
+)
+"""Prefixes a hyphen joins to a name (``Neo-Babylonian``, ``Anti-Federalist``, ``pre-War``):
+they qualify it and name nothing of their own."""
+
+
+def _compound(parts: list[str], common: frozenset[str]) -> Iterator[Name]:
+    """The names of a hyphenated capitalised word under ``name_variants``.
+
+    Each part is a name of its own, found also as the joined word (``E-Mail`` is the
+    evidence's ``email``); a prefix part (``Neo-``) names nothing.
+    """
+    joined = "".join(parts).lower()
+    for part in parts:
+        if part.lower() in _PREFIXES:
+            continue
+        for name in _name(part, common):
+            yield Name(name.written, name.kind, name.forms | {joined, singular(joined)})
 
 
 _LABEL_RE = re.compile(
@@ -129,13 +218,26 @@ def _name(part: str, common: frozenset[str]) -> Iterator[Name]:
     yield Name(bare, "name", frozenset({last, stem(last), unaccented(last)}))
 
 
-def written_otherwise(name: str, text: str, *, abbreviated: bool = False) -> bool:
+def written_otherwise(
+    name: str, text: str, *, abbreviated: bool = False, transliterated: bool = False
+) -> bool:
     """Whether ``text`` writes ``name`` another way a reader takes for the same.
 
     An abbreviation of it (``Ill.`` for Illinois, ``St.`` for Street, ``Ave.`` for Avenue), or
     a word of the same root (``Germany`` for German, ``Canada`` for Canadian). A name the
-    answer abbreviates (``abbreviated``: ``Mo.``) is the evidence's word it begins.
+    answer abbreviates (``abbreviated``: ``Mo.``) is the evidence's word it begins. With
+    ``transliterated`` (``name_variants``), a name of five letters or more spelled with other
+    vowels (``Saurabh`` for Sourabh, ``Mohammed`` for Muhammad): the same consonants in the
+    same order, from the same first letter.
     """
+    if transliterated and len(name) >= 5:
+        skeleton = _skeleton(name)
+        if any(
+            w[0].lower() == name[0].lower() and _skeleton(w) == skeleton
+            for w in _CAPITALISED_RE.findall(text)
+            if len(w) >= 5
+        ):
+            return True
     lower = name.lower()
     if abbreviated and any(word.startswith(name) for word in _CAPITALISED_RE.findall(text)):
         return True
@@ -149,6 +251,11 @@ def written_otherwise(name: str, text: str, *, abbreviated: bool = False) -> boo
         word.lower().startswith(root) and abs(len(word) - len(lower)) <= 3
         for word in _CAPITALISED_RE.findall(text)
     )
+
+
+def _skeleton(word: str) -> str:
+    """A name's consonants in order, vowels (and ``y``, ``h`` after a vowel) left out."""
+    return re.sub(r"(?<=[aeiouy])h|[aeiouy]", "", word.lower()[1:])
 
 
 _ABBREVIATION_RE = re.compile(r"\b([A-Z][a-z]{1,4})\.")

@@ -25,6 +25,7 @@ __all__ = [
     "entry_content_words",
     "folded_id",
     "plain",
+    "singular",
     "unaccented",
     "words",
 ]
@@ -82,3 +83,19 @@ def content_words(text: str, stopwords: frozenset[str]) -> set[str]:
 def entry_content_words(text: str, stopwords: frozenset[str]) -> frozenset[str]:
     """:func:`content_words` of an evidence text, cached by text."""
     return frozenset(content_words(text, stopwords))
+
+
+def singular(word: str) -> str:
+    """A caseless word's singular where it reads as a regular plural, else the word.
+
+    ``policies``: ``policy``, ``valves``: ``valve``, ``boxes``: ``box``. The light stem
+    reduces ``policies`` and ``policy`` differently; a name written in the
+    plural (``the Valves``) is still the evidence's ``valve``.
+    """
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word

@@ -55,6 +55,8 @@ class Lexicon:
     antonyms: dict[str, frozenset[str]]
     """A stem -> the stems of its opposites."""
     stopwords: frozenset[str]
+    features: frozenset[str] = frozenset()
+    """The ruleset's features (``polarity_v3``: see :func:`clauses`)."""
 
 
 def _lexicon(ruleset: Ruleset) -> Lexicon:
@@ -79,6 +81,7 @@ def _lexicon(ruleset: Ruleset) -> Lexicon:
         adjectival=section("adjectival"),
         antonyms={k: frozenset(v) for k, v in antonyms.items()},
         stopwords=frozenset(ruleset.entries("stopwords")),
+        features=ruleset.features,
     )
 
 
@@ -195,6 +198,11 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:  # noqa:
     for index, token in enumerate(tokens):
         if index and token.endswith("ed") and tokens[index - 1] not in lex.stopwords:
             asserted.add(stem(token))  # "The SEC charged ...", "he was eventually appointed"
+    if negative and "polarity_v3" in lex.features and _not_until(tokens, lex):
+        # "It was not introduced until 1998": when it first happened, not that it did not.
+        negative = False
+        asserted |= negated
+        negated, none_of = set(), set()
     condition = next((i for i, t in enumerate(tokens) if t in _CONDITIONS), None)
     if condition is not None and any(t in lex.negators for t in tokens[:condition]):
         # "may not enter without notice", "never work unless a permit has been issued": a
@@ -219,6 +227,25 @@ def _clause(tokens: list[str], lex: Lexicon, *, first: bool) -> Clause:  # noqa:
         modal=modal,
         restricted=any(t in lex.neutralisers for t in tokens),
     )
+
+
+def _not_until(tokens: list[str], lex: Lexicon) -> bool:
+    """Whether the clause's negation is ``not ... until``: the time of a first occurrence.
+
+    Of what happened (``was not introduced until 1998``), not of what a modal orders:
+    ``must not release the product until QA approves`` still forbids.
+    """
+    first = next((i for i, t in enumerate(tokens) if t in lex.negators), None)
+    if first is None or not any(t in _UNTIL for t in tokens[first + 1 :]):
+        return False
+    ordering = _MODALS | lex.obligation | lex.permission | lex.recommendation
+    return not any(t in ordering and t not in _DID for t in tokens[: first + 2])
+
+
+_DID = frozenset({"do", "does", "did"})
+
+
+_UNTIL = frozenset({"until", "till", "til"})
 
 
 def _modality(tokens: list[str], index: int, lex: Lexicon) -> str | None:

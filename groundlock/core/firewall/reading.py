@@ -17,17 +17,21 @@ for them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.core.firewall.entities import Name
-from groundlock.core.firewall.facts import Facts, stems, stopwords
+from groundlock.core.firewall.facts import Facts, facts, prefixes_of, stem, stems, stopwords
+from groundlock.core.firewall.frames import without_frames
+from groundlock.core.firewall.lexicon import words
 from groundlock.core.firewall.parsed import LineKind, ParsedAnswer, Sentence
 from groundlock.core.firewall.refusal import Refusal, refusal_of
 from groundlock.core.firewall.rule import Context
+from groundlock.core.firewall.superseded import reports_history
 from groundlock.core.firewall.support import (
     Located,
+    Source,
     SupportView,
     locate_names,
     locate_values,
@@ -107,6 +111,33 @@ class SentenceReading:
         return locate_names(self.sentence, self.view, self.ctx.ruleset)
 
     @cached_property
+    def superseded(self) -> tuple[tuple[Value, str], ...]:
+        """Each value it states that an entry it cites marks as replaced, with that entry.
+
+        Not where the sentence reports the change itself (``was reduced from 600 to 400
+        hours``) or the question names the value.
+        """
+        if not self.ctx.ruleset.has("superseded") or not self.sentence.cited:
+            return ()
+        # Amounts, dates and times: a replaced product or document ("the Q7 replaces the Q5")
+        # is no wrong value, and a sentence may well name it.
+        stated = [
+            v.item for v in self.values if v.source is Source.CITED and v.item.kind != "identifier"
+        ]
+        if not stated or reports_history(self.sentence.text, self.ctx.ruleset):
+            return ()
+        question = self.view.question
+        found = []
+        for value in stated:
+            if question.values.supports(value):
+                continue
+            for entry in self.sentence.cited:
+                if facts(entry.sanitized_text, self.ctx.ruleset).superseded.supports(value):
+                    found.append((value, entry.anchor))
+                    break
+        return tuple(found)
+
+    @cached_property
     def stems(self) -> frozenset[str]:
         """Its content words as light stems."""
         return stems(self.sentence.text, stopwords(self.ctx.ruleset))
@@ -115,6 +146,35 @@ class SentenceReading:
         """The share of its content stems that ``against`` holds (1.0 with none)."""
         said = self.stems
         return len(said & against.words) / len(said) if said else 1.0
+
+    @cached_property
+    def loose_support(self) -> tuple[float, int, int]:
+        """Under ``loose_words``: how much of it its cited entries hold, matched loosely.
+
+        ``(share, added, missing)``: the share of its content words in its cited entries or
+        the question (as a word, a stem or the first five letters of a long word), how many
+        of its content words the question does not hold, and how many of those no cited
+        entry holds either.
+        """
+        view = self.view
+        question = view.question
+        q_prefixes = prefixes_of(question.statements)
+        known = set(question.words).union(*(f.words for f in view.cited))
+        prefixes = set(q_prefixes).union(*(f.prefixes for f in view.cited))
+        stop = stopwords(self.ctx.ruleset)
+        said = [w for w in dict.fromkeys(words(self.sentence.text)) if w not in stop]
+        if not said:
+            return 1.0, 0, 0
+
+        def held(
+            word: str, forms: set[str] | frozenset[str], long: set[str] | frozenset[str]
+        ) -> bool:
+            return word in forms or stem(word) in forms or (len(word) >= 6 and word[:5] in long)
+
+        found = sum(1 for w in said if held(w, known, prefixes))
+        added = [w for w in said if not held(w, question.words, q_prefixes)]
+        missing = sum(1 for w in added if not held(w, known, prefixes))
+        return found / len(said), len(added), missing
 
     @cached_property
     def coverage(self) -> float:
@@ -130,6 +190,11 @@ class SentenceReading:
         view = self.view
         known = set(view.question.words).union(*(f.words for f in view.cited))
         return len(said & known) / len(said)
+
+
+def _claim(sentence: Sentence, ctx: Context) -> Sentence:
+    claim = without_frames(sentence.text, ctx.ruleset)
+    return sentence if claim == sentence.text else replace(sentence, text=claim)
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,9 +217,16 @@ class Reading:
 
     @cached_property
     def sentences(self) -> tuple[SentenceReading, ...]:
-        """Its sentences, each with what the rules know about it."""
+        """Its sentences, each with what the rules know about it.
+
+        Under the ``frames`` feature a sentence's ``text`` is its claim: its attribution
+        frames blanked (:mod:`~groundlock.core.firewall.frames`); ``raw`` stays as written.
+        """
         cited = self.cited
-        return tuple(SentenceReading(s, cited, self.ctx) for s in self.answer.sentences)
+        sentences = self.answer.sentences
+        if self.ctx.ruleset.has("frames"):
+            sentences = tuple(_claim(s, self.ctx) for s in sentences)
+        return tuple(SentenceReading(s, cited, self.ctx) for s in sentences)
 
     @cached_property
     def refusal(self) -> Refusal:

@@ -24,10 +24,18 @@ from groundlock.core.firewall.rules.form import (
 from groundlock.core.firewall.rules.instructions import InstructionFollowed, ObeyedInstruction
 from groundlock.core.firewall.rules.leaks import MetaCommentary, MetadataLeak
 from groundlock.core.firewall.rules.misattribution import MisattributedCitation
+from groundlock.core.firewall.rules.rebound_value import ReboundValue
 from groundlock.core.firewall.rules.shared_word import NoSharedWord
+from groundlock.core.firewall.rules.superseded_value import SupersededValue
 from groundlock.core.firewall.rules.unsafe_output import UnsafeOutput
-from groundlock.core.firewall.rules.unsupported_entity import UnsupportedEntity
+from groundlock.core.firewall.rules.unsupported_entity import (
+    UnsupportedAcronym,
+    UnsupportedEntity,
+    UnsupportedSubject,
+)
 from groundlock.core.firewall.rules.unsupported_value import UnsupportedValue
+from groundlock.core.firewall.rules.waived_requirement import WaivedRequirement
+from groundlock.core.firewall.rules.weak_support import WeakSupport
 from groundlock.policies.ruleset import Ruleset, RulesetError
 
 __all__ = ["RULES", "rules_of"]
@@ -51,8 +59,14 @@ RULES: dict[str, Rule] = {
         CitationList(),
         MisattributedCitation(),
         UnsupportedValue(),
+        SupersededValue(),
+        ReboundValue(),
         UnsupportedEntity(),
+        UnsupportedAcronym(),
+        UnsupportedSubject(),
         ContradictsEvidence(),
+        WaivedRequirement(),
+        WeakSupport(),
         SupportCoverage(),
         WordLimit(),
     )

@@ -12,6 +12,7 @@ The substantive rules share this view of one sentence through its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,6 +33,7 @@ from groundlock.core.firewall.parsed import LineKind, Sentence
 from groundlock.core.firewall.rule import Context
 from groundlock.core.firewall.values import Value, ValueIndex, values_in
 from groundlock.policies.ruleset import Ruleset
+from groundlock.text.fold import caseless
 
 __all__ = ["Located", "Source", "SupportView", "locate_names", "locate_values", "support_view"]
 
@@ -143,11 +145,28 @@ def support_view(
 def locate_values(
     sentence: Sentence, view: SupportView, ruleset: Ruleset
 ) -> tuple[Located[Value], ...]:
-    """Each value of ``sentence`` with where ``view`` finds it."""
-    return tuple(
-        Located(value, *view.value_source(value))
-        for value in values_in(sentence.text, vocabulary(ruleset))
-    )
+    """Each value of ``sentence`` with where ``view`` finds it.
+
+    ``name_variants``: an identifier that is a line of ``variants.lines`` (a formula,
+    ``CO2``) is found where the cited entries or the question write the line's other
+    spelling (``carbon dioxide``).
+    """
+    found = []
+    texts: list[str] | None = None
+    for value in values_in(sentence.text, vocabulary(ruleset)):
+        source, anchor = view.value_source(value)
+        if (
+            source is not Source.CITED
+            and value.kind == "identifier"
+            and ruleset.has("name_variants")
+        ):
+            table = ruleset.compiled("entities.variants", _variants)
+            if texts is None:
+                texts = [f.statements for f in view.cited] + [view.question.statements]
+            if any(_written(other, texts) for other in table.get(_key(value.surface), ())):
+                source, anchor = Source.CITED, None
+        found.append(Located(value, source, anchor))
+    return tuple(found)
 
 
 def _connectors(ruleset: Ruleset) -> frozenset[str]:
@@ -157,6 +176,79 @@ def _connectors(ruleset: Ruleset) -> frozenset[str]:
 @memoized(4096, max_key_chars=_MAX_KEY_CHARS)
 def _spelled_out(acronym: str, text: str, connectors: frozenset[str]) -> bool:
     return initials_match(acronym, text, connectors)
+
+
+def _variants(ruleset: Ruleset) -> dict[str, frozenset[str]]:
+    """Each spelling of ``variants.lines`` -> the other spellings of its line."""
+    table: dict[str, set[str]] = {}
+    for section in ruleset.files.get("variants", {}).values():
+        for line in section:
+            spellings = {" ".join(s.split()) for s in line.split("|") if s.strip()}
+            for spelling in spellings:
+                table.setdefault(spelling, set()).update(spellings - {spelling})
+    return {k: frozenset(v) for k, v in table.items()}
+
+
+_RUN_RE = re.compile(
+    r"[A-Z][\w'\u2019.&-]*(?:\s+(?:(?:of|and|the|for|in|on|to|de|la|du|des|&)\s+)*"
+    r"[A-Z][\w'\u2019.&-]*)*"
+)
+"""A run of capitalised words, small words between (``Federal Election Commission``,
+``Food and Drug Administration``, ``New South Wales``)."""
+_SMALL = frozenset("of and the for in on to de la du des &".split())
+_UPPER_TOKEN_RE = re.compile(r"\b(?:[A-Z]\.){2,}|\b[A-Z][A-Za-z]?[A-Z]+s?\b|\b[A-Z]{2}\b")
+
+
+def _key(spelling: str) -> str:
+    """A spelling compared caseless, without full stops (``U.K.`` is ``uk``)."""
+    return " ".join(caseless(spelling).replace(".", "").split())
+
+
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
+def _abbreviations(text: str) -> frozenset[str]:
+    """The abbreviations ``text`` writes in capitals (``FEC``, ``U.K.``, ``TX``), as keys."""
+    return frozenset(_key(t) for t in _UPPER_TOKEN_RE.findall(text))
+
+
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
+def _phrase_text(text: str) -> str:
+    return f" {' '.join(words(text))} "
+
+
+def _written(spelling: str, texts: list[str]) -> bool:
+    """Whether a text writes ``spelling``.
+
+    A short one as an abbreviation in capitals (``in`` is a word, ``IN`` Indiana), a longer
+    one as a caseless phrase.
+    """
+    if len(spelling) <= 3 and " " not in spelling:
+        return any(spelling in _abbreviations(t) for t in texts)
+    return any(f" {spelling} " in _phrase_text(t) for t in texts)
+
+
+def _named_otherwise(text: str, texts: list[str], ruleset: Ruleset) -> set[str]:
+    """The words of ``text``'s capitalised runs that ``texts`` name another way.
+
+    ``name_variants``: a run (or part of one) that is a spelling of a line of
+    ``variants.lines`` whose other spelling they write (``Texas`` for ``TX``, ``TX`` for
+    ``Texas``, ``Federal Election Commission`` for ``FEC``, ``Fe`` for ``iron``). Only the
+    table's expansions: an expansion of an acronym the evidence only abbreviates is a claim
+    the evidence cannot check (``001`` P2.2; ``Field Safety Notice`` for ``FSN`` may be
+    another notice), while the table's are the one reading every reader knows.
+    """
+    table = ruleset.compiled("entities.variants", _variants)
+    found: set[str] = set()
+    for run in _RUN_RE.finditer(text):
+        tokens = run.group().split()
+        for start in range(len(tokens)):
+            for end in range(start + 1, min(len(tokens), start + 6) + 1):
+                span = tokens[start:end]
+                if span[-1].lower() in _SMALL or span[0].lower() in _SMALL:
+                    continue
+                spelling = _key(" ".join(span))
+                if any(_written(other, texts) for other in table.get(spelling, ())):
+                    found.update(t.rstrip(".") for t in span)
+    return found
 
 
 def locate_names(
@@ -174,6 +266,7 @@ def locate_names(
         return ()
     connectors = ruleset.compiled("entities.connectors", _connectors)
     texts = [f.statements for f in view.cited] + [view.question.statements]
+    otherwise: set[str] | None = None
     for name in names_in(sentence.text, ruleset):
         source, anchor = view.word_source(name.forms)
         abbreviated = len(name.written) <= 4 and f"{name.written}." in sentence.text
@@ -181,9 +274,24 @@ def locate_names(
             if any(_spelled_out(name.written, t, connectors) for t in texts):
                 source, anchor = Source.CITED, None
         elif source is not Source.CITED and any(
-            written_otherwise(name.written, t, abbreviated=abbreviated) for t in texts
+            written_otherwise(
+                name.written,
+                t,
+                abbreviated=abbreviated,
+                transliterated=ruleset.has("name_variants"),
+            )
+            for t in texts
         ):
             source, anchor = Source.CITED, None
+        if source is not Source.CITED and ruleset.has("name_variants"):
+            if otherwise is None:
+                otherwise = _named_otherwise(sentence.text, texts, ruleset)
+            if name.written in otherwise:
+                source, anchor = Source.CITED, None
+        if found and source is Source.CITED and found[-1].item.before_name == name.written:
+            # "Margot Robbie" where the evidence names Robbie: the first word is given the
+            # benefit of the doubt (it may be a first name, or a word that opens the clause).
+            found[-1] = Located(found[-1].item, Source.CITED, None)
         found.append(Located(name, source, anchor))
     for acronym, expansion in expansion_of(sentence.text):
         wanted = " ".join(words(expansion))

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["Value", "ValueIndex", "Vocabulary", "index_values", "values_in"]
+__all__ = ["Value", "ValueIndex", "Vocabulary", "index_values", "placed_values", "values_in"]
 
 _MONTHS = {
     "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4,
@@ -82,6 +82,42 @@ _COUNTED_RE = re.compile(
 _PREFIX_RE = re.compile(r"[A-Z]{2,6}")
 _PREFIXED_PART_RE = re.compile(r"\d+(?:[-/]\w+)+")
 _GLUED_SCALE_RE = re.compile(r"(\d+(?:[.,]\d+)?)(bn|b|mn|m|k)", re.IGNORECASE)
+_BARE_GLUED_SCALE_RE = re.compile(r"(\d+(?:[.,]\d+)?)(k|K|bn|mn|M)")
+"""A glued scale without a currency: ``m`` alone is a metre, so only ``M`` is a million."""
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}  # fmt: skip
+_UNITS_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "nine": 9}  # fmt: skip
+_COMPOUND_RE = re.compile(
+    r"(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ](one|two|three|four|five"
+    r"|six|seven|eight|nine)\b"
+    r"|(one|two|three|four|five|six|seven|eight|nine|ten|a)\s+(hundred|thousand|million"
+    r"|billion)\b",
+    re.IGNORECASE,
+)
+_OUT_OF_RE = re.compile(r"\bout\s+of\s+$", re.IGNORECASE)
+_FRACTION_WORDS_RE = re.compile(
+    r"(half|a\s+half|one\s+half|a\s+third|one\s+third|two\s+thirds|a\s+quarter|one\s+quarter"
+    r"|three\s+quarters|three\s+fourths|a\s+fifth|one\s+fifth)(?=\s+(?:of|the|a|an)\b)",
+    re.IGNORECASE,
+)
+_FRACTIONS = {"half": "0.5", "third": "0.3333", "thirds": "0.6667", "quarter": "0.25",
+              "quarters": "0.75", "fourths": "0.75", "fifth": "0.2"}  # fmt: skip
+_HEDGE_RE = re.compile(
+    r"\b(?:about|around|approximately|approx\.?|roughly|nearly|almost|some|over|under"
+    r"|more\s+than|less\s+than|just\s+(?:over|under)|close\s+to|circa|ca\.)\s*[$\u20ac\u00a3]?\s*$|[~\u2248]\s*$",
+    re.IGNORECASE,
+)
+_DESIGNATED_RE = re.compile(r"(?:s|ss|sec|art|para|r|reg|cl|pt|no)\.(\d+)", re.IGNORECASE)
+"""``s.23``, ``art.5``, ``para.4``: a section, article or paragraph number written glued to
+its abbreviation (``section 23 of the Act`` states it)."""
+_RATING_END_RE = re.compile(r"\s*(?:stars?\b|points?\b|rating\b)?\s*(?:[^\w\s]|$)", re.IGNORECASE)
+_NEXT_WORDS_RE = re.compile(
+    r"(?:\s+(?:main|major|key|primary|basic|important|different))?\s+([a-z]+)"
+)
+"""``4 out of 5 stars``: a rating's scale, the answer's way of writing the evidence's
+``4 stars`` (only the usual scales, and only where no counted noun follows: ``3 out of 10
+patients`` is a count)."""
 _SLASHED_ISO_RE = re.compile(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})")
 _PER_WORD_RE = re.compile(r"(\d+(?:[.,]\d+)?)/([^\W\d_]+)")
 _FISCAL_RE = re.compile(r"FY\s?(\d{4}|\d{2})", re.IGNORECASE)
@@ -150,6 +186,14 @@ class Vocabulary:
     """A unit as written, lower case (``newton metres``) -> its canonical name (``N·m``)."""
     currency: Mapping[str, str]
     """A currency written before a number (``usd``, ``$``) -> its canonical name."""
+    variants: bool = False
+    """``firewall_v3``'s ``value_variants``: compound number words (``forty-two``), a glued
+    scale without a currency (``100k``), a tally whose numbers the evidence states apart
+    (``27-17`` for ``Cowboys 27, Steelers 17``), a rating's scale (``out of 5``), a time
+    without its zero (``7:5``), and counts of the answer's own enumeration (``two reasons``)."""
+    discourse: frozenset[str] = frozenset()
+    """Under ``variants``: nouns an answer counts its own points with (``reasons``,
+    ``ways``): such a count is the answer's structure, not a value of the evidence."""
     unit_re: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,26 +265,43 @@ class ValueIndex:
 
     def supports(self, value: Value) -> bool:
         """Whether some key of ``value`` is here (a number: with its unit, or unitless)."""
-        for key in value.keys:
-            if key[0] != "n":
-                if key in self.keys:
-                    return True
-                continue
-            number = key[1]
-            units = self.numbers.get(number) if isinstance(number, Decimal) else None
-            if units is None:
-                continue
-            if key[2] is None or key[2] in units:
-                return True  # (a digit run inside an identifier, "#", supports a bare number)
-            if isinstance(key[2], str) and any(
-                isinstance(u, str) and u.startswith(f"{key[2]}/") for u in units
-            ):
-                return True  # "a maximum daily dose of 3 g" states "3 g per day" in words
-            # Written with a unit here, the number must have that unit in the evidence; an
-            # evidence that never gives the number a unit ("torque to 45") supports any.
-            if None in units and not any(u not in (None, "#") for u in units):
-                return True
-        return False
+        return any(self._holds(key) for key in value.keys)
+
+    def _holds(self, key: tuple[object, ...]) -> bool:  # noqa: PLR0911  (one return per kind)
+        if key[0] == "approx":
+            return self._near(key)
+        if key[0] == "both":
+            # A tally or score whose two numbers the evidence states apart
+            # ("Dallas Cowboys 27, Pittsburgh Steelers 17" for "27-17").
+            return all(isinstance(n, int) and Decimal(n) in self.numbers for n in key[1:])
+        if key[0] != "n":
+            return key in self.keys
+        number = key[1]
+        units = self.numbers.get(number) if isinstance(number, Decimal) else None
+        if units is None:
+            return False
+        if key[2] is None or key[2] in units:
+            return True  # (a digit run inside an identifier, "#", supports a bare number)
+        if isinstance(key[2], str) and any(
+            isinstance(u, str) and u.startswith(f"{key[2]}/") for u in units
+        ):
+            return True  # "a maximum daily dose of 3 g" states "3 g per day" in words
+        # Written with a unit here, the number must have that unit in the evidence; an
+        # evidence that never gives the number a unit ("torque to 45") supports any.
+        return None in units and not any(u not in (None, "#") for u in units)
+
+    def _near(self, key: tuple[object, ...]) -> bool:
+        """Whether a number stated here is a rounded number's within half its last digit.
+
+        ``about 1.9 million``, ``7.8 million`` (written so by an answer), with its unit.
+        """
+        _, number, unit, tolerance = key
+        if not isinstance(number, Decimal) or not isinstance(tolerance, Decimal):
+            return False
+        return any(
+            abs(stated - number) <= tolerance and (unit is None or unit in units or None in units)
+            for stated, units in self.numbers.items()
+        )
 
 
 def _readings(text: str) -> set[Decimal]:
@@ -292,7 +353,11 @@ class _Reader:
         self.used: set[int] = set()
 
     def values(self) -> Iterator[Value]:
-        pending: list[tuple[Value, int]] = []  # unitless numbers a range's unit may reach
+        return (value for _, value in self.placed())
+
+    def placed(self) -> Iterator[tuple[int, Value]]:
+        """Each value with where its token starts in the (normalised) text."""
+        pending: list[tuple[Value, int, int]] = []  # unitless numbers a range's unit may reach
         for index, token in enumerate(self.tokens):
             if index in self.used:
                 continue
@@ -301,13 +366,13 @@ class _Reader:
                 if unit == "#":
                     unit = None  # a count may still be a range's first end: "3 to 5 bar"
                 if value.kind == "number" and unit is None:
-                    pending.append((value, token.end()))
+                    pending.append((value, token.start(), token.end()))
                 elif value.kind == "number":
-                    for earlier, end in pending[-2:]:
+                    for earlier, start, end in pending[-2:]:
                         if _RANGE_JOIN_RE.match(self.text[end : token.start()]):
-                            yield _with_unit(earlier, unit)
+                            yield start, _with_unit(earlier, unit)
                     pending = []
-                yield value
+                yield token.start(), value
 
     def _read(  # noqa: PLR0911, PLR0912, PLR0915  (one branch per shape of token)
         self, index: int, token: re.Match[str]
@@ -323,6 +388,12 @@ class _Reader:
                 yield date
             return
         if not _DIGIT_RE.search(word):
+            if self.vocabulary.variants and (compound := self._number_words(index)) is not None:
+                yield compound
+                return
+            if self.vocabulary.variants and (share := self._fraction_words(index)) is not None:
+                yield share
+                return
             if lower in _NUMBER_WORDS:
                 after = token.end()
                 if (digits := _DIGITS_IN_BRACKETS_RE.match(self.text, after)) is not None:
@@ -340,6 +411,9 @@ class _Reader:
                 elif lower not in ("one", "zero", "hundred", "dozen"):
                     # "Three patients": a count, checked like "3 patients"
                     key = ("n", Decimal(_NUMBER_WORDS[lower]), None)
+                    small = _NUMBER_WORDS[lower] <= 10
+                    if self.vocabulary.variants and small and self._counts_points(token.end()):
+                        key = ("structural",)  # "for two reasons": the answer's own points
                     yield Value("number", word, frozenset({key}))
             elif self.evidence and lower in _ONE_WORDS:
                 unit, _ = self._unit_after(token.end())
@@ -396,6 +470,18 @@ class _Reader:
             keys = frozenset(("n", (r * factor).normalize(), currency) for r in _readings(found[1]))
             yield Value("number", word, keys, scale=factor)
             return
+        if self.vocabulary.variants and (found := _BARE_GLUED_SCALE_RE.fullmatch(word)) is not None:
+            # "100k subscribers", "1.4M members": a scale glued to a number
+            factor = _GLUED_SCALES[found[2].lower()]
+            scaled = {("n", (r * factor).normalize(), None) for r in _readings(found[1])}
+            compact = re.sub(r"[\W_]", "", word).upper()
+            yield Value("number", word, frozenset(scaled | _identifier_keys(word, compact)))
+            return
+        if self.vocabulary.variants and (found := _DESIGNATED_RE.fullmatch(word)) is not None:
+            compact = re.sub(r"[\W_]", "", word).upper()
+            designated = {("n", Decimal(found[1]), None), *_identifier_keys(word, compact)}
+            yield Value("identifier", word, frozenset(designated))
+            return
         if (found := _SLASHED_ISO_RE.fullmatch(word)) is not None:
             yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
             return
@@ -403,7 +489,10 @@ class _Reader:
             yield Value("number", word, frozenset({("n", Decimal(found[1]), "h")}))
             return
         if (found := _RATIO_RE.fullmatch(word)) is not None and not _TIME_RE.fullmatch(word):
-            yield Value("ratio", word, frozenset({("ratio", int(found[1]), int(found[2]))}))
+            ratio: set[tuple[object, ...]] = {("ratio", int(found[1]), int(found[2]))}
+            if self.vocabulary.variants and len(found[2]) == 1 and int(found[1]) <= 24:
+                ratio.add(("t", int(found[1]) * 60 + int(found[2])))  # "7:5" is 7:05
+            yield Value("ratio", word, frozenset(ratio))
             return
         if (found := _ISO_RE.fullmatch(word)) is not None:
             yield from _date(word, int(found[1]), int(found[2]), int(found[3]))
@@ -442,7 +531,10 @@ class _Reader:
                 if ahead > behind:
                     # "a 6-3 majority", "won 3-1": a tally, read in its order (a range
                     # runs upwards); evidence's supports its numbers too ("7 to 2")
-                    yield Value("ratio", word, frozenset({("ratio", ahead, behind)}))
+                    tally: set[tuple[object, ...]] = {("ratio", ahead, behind)}
+                    if self.vocabulary.variants and not self.evidence:
+                        tally.add(("both", ahead, behind))  # "Cowboys 27, Steelers 17"
+                    yield Value("ratio", word, frozenset(tally))
                     if self.evidence:
                         yield first
                         yield second
@@ -467,6 +559,61 @@ class _Reader:
         if _ALPHA_RE.search(word) or word.count("-") + word.count("/") + word.count(".") >= 2:
             compact = re.sub(r"[\W_]", "", word).upper()
             yield Value("identifier", word, frozenset(_identifier_keys(word, compact)))
+
+    def _fraction_words(self, index: int) -> Value | None:
+        """``three quarters of``, ``half the``: a share, the evidence's 75 % or 0.75."""
+        found = _FRACTION_WORDS_RE.match(self.text, self.tokens[index].start())
+        if found is None:
+            return None
+        share = Decimal(_FRACTIONS[found[1].split()[-1].lower()])
+        for following in range(index + 1, len(self.tokens)):
+            if self.tokens[following].start() >= found.end():
+                break
+            self.used.add(following)
+        keys: set[tuple[object, ...]] = {
+            ("n", share, None),
+            ("n", (share * 100).quantize(Decimal(1)), "%"),
+            ("approx", share, None, Decimal("0.01")),
+        }
+        return Value("number", found.group(), frozenset(keys))
+
+    def _number_words(self, index: int) -> Value | None:
+        """``forty-two``, ``forty two``, ``two hundred``, ``a thousand`` (``value_variants``)."""
+        token = self.tokens[index]
+        found = _COMPOUND_RE.match(self.text, token.start())
+        if found is None:
+            return None
+        if found[1] is not None:
+            number = _TENS[found[1].lower()] + _UNITS_WORDS[found[2].lower()]
+        else:
+            head = found[3].lower()
+            multiplier = 1 if head == "a" else _NUMBER_WORDS[head]
+            number = multiplier * {"hundred": 100, "thousand": 10**3, "million": 10**6,
+                                   "billion": 10**9}[found[4].lower()]  # fmt: skip
+        for following in range(index + 1, len(self.tokens)):
+            if self.tokens[following].start() >= found.end():
+                break
+            self.used.add(following)
+        unit, _ = self._with_rate(*self._unit_after(found.end()))
+        return Value("number", found.group(), frozenset({("n", Decimal(number), unit)}))
+
+    def _rating_scale(self, start: int, end: int) -> bool:
+        """Under ``value_variants``: a rating's scale (``4 out of 5 stars`` for ``4 stars``)."""
+        text = self.text
+        if not _OUT_OF_RE.search(text[max(0, start - 12) : start]):
+            return False
+        return text[start:end].strip() in ("5", "10", "100") and bool(
+            _RATING_END_RE.match(text, end)
+        )
+
+    def _counts_points(self, end: int) -> bool:
+        """Under ``value_variants``: a number word counting the answer's own points.
+
+        ``for two major reasons``, ``in three ways``: the answer's structure, not a count
+        the evidence states (``two colleges`` is still a claim).
+        """
+        following = _NEXT_WORDS_RE.match(self.text, end)
+        return following is not None and following[1].lower() in self.vocabulary.discourse
 
     def _read_part(self, part: str, start: int) -> Iterator[Value]:
         time = _TIME_RE.fullmatch(part)
@@ -521,8 +668,32 @@ class _Reader:
         )
         if unit is None and _STRUCTURAL_RE.search(text[max(0, start - 10) : start]):
             keys = frozenset({("structural",)})  # "Step 3": the answer's own numbering
+        elif self.vocabulary.variants and unit in (None, "#") and self._rating_scale(start, end):
+            keys = frozenset({("structural",)})
         bound = self._bound(start, end)
+        if self.vocabulary.variants and not self.evidence and unit not in ("#",):
+            rounded = self._rounded(digits, start, scale_factor, unit)
+            if rounded is not None:
+                keys = keys | {rounded}
         return Value("number", text[start:end].strip(), keys, scale=scale_factor, bound=bound)
+
+    def _rounded(
+        self, digits: str, start: int, scale: int, unit: str | None
+    ) -> tuple[object, ...] | None:
+        """``value_variants``: an answer's number written rounded, as an ``approx`` key.
+
+        Rounded where a scale word says so (``7.8 million``) or a hedge does (``about 88
+        percent``): then it stands for any number within half a unit of its last digit.
+        """
+        hedged = _HEDGE_RE.search(self.text[max(0, start - 24) : start]) is not None
+        if scale == 1 and not hedged:
+            return None
+        readings = _readings(digits)
+        if len(readings) != 1:
+            return None
+        _, _, decimals = digits.partition(".")
+        step = Decimal(1).scaleb(-len(decimals)) * scale
+        return ("approx", next(iter(readings)) * scale, unit, step / 2)
 
     def _bound(self, start: int, end: int) -> str | None:
         before = _CURRENCY_SYMBOLS_RE.sub("", self.text[max(0, start - 32) : start].lower())
@@ -728,6 +899,14 @@ def _numeric_date(surface: str, found: re.Match[str]) -> Iterator[Value]:
 def values_in(text: str, vocabulary: Vocabulary, *, evidence: bool = False) -> Iterator[Value]:
     """Every value of ``text``, in order (of evidence: number words without units too)."""
     return _Reader(text, vocabulary, evidence=evidence).values()
+
+
+def placed_values(text: str, vocabulary: Vocabulary) -> Iterator[tuple[int, Value]]:
+    """Every value of an evidence ``text`` with where it starts.
+
+    (A vulgar fraction before it, ``2\u00bd``, shifts the position by one.)
+    """
+    return _Reader(text, vocabulary, evidence=True).placed()
 
 
 def index_values(text: str, vocabulary: Vocabulary) -> ValueIndex:

@@ -161,6 +161,14 @@ def _opposite(sentence: SentenceReading, lex: Lexicon) -> str | None:
         found = opposites & top
         if found and (word in negated or found & negated):
             continue  # "Do not open the valve" says the evidence's "keep the valve closed"
+        if "polarity_v3" in lex.features and any(
+            (lex.antonyms.get(f, frozenset()) - {word}) & top for f in found
+        ):
+            # "As the altitude increases, the pressure decreases" for "the pressure is
+            # reduced": the evidence sentence holds the opposite and another word of the
+            # answer's side (decreases, like reduced, is the opposite of increases), so it
+            # relates two things, and the answer's word agrees with one of them.
+            continue
         if found and not opposites & said and not any(word in e for e in near):
             return f"says {word!r} where its evidence says {sorted(found)[0]!r}"
     return None

@@ -20,6 +20,7 @@ from groundlock.core.firewall.lexicon import content_words
 from groundlock.core.firewall.polarity import Clause, clauses, evidence_clauses, lexicon
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.core.firewall.support import Source
+from groundlock.core.firewall.waivers import waivers
 from groundlock.policies.ruleset import Ruleset
 
 if TYPE_CHECKING:
@@ -172,4 +173,41 @@ def _obeys(sentence: SentenceReading, ctx: Context, payloads: tuple[Clause, ...]
                 continue
             if not any(said <= s.stems and s.negative == clause.negative for s in statements):
                 return "says what an instruction to the model orders it to say"
+    if ctx.ruleset.has("waivers"):
+        return _obeys_in_other_words(sentence, ctx)
+    return None
+
+
+def _obeys_in_other_words(sentence: SentenceReading, ctx: Context) -> str | None:
+    """``waivers``: a clause that lets off what an instruction's payload lets off.
+
+    ``No permit is needed for short entries`` against an order to ``tell users that no
+    permit is needed``, said as ``a permit isn't required`` or ``can go ahead without permit
+    paperwork``; unless a statement of the evidence lets it off too.
+    """
+    lex = lexicon(ctx.ruleset)
+    said = waivers(sentence.text, lex, ctx.ruleset)
+    if not said:
+        return None
+    ordered = [
+        w
+        for entry in ctx.entries.values()
+        if (told := facts(entry.sanitized_text, ctx.ruleset).instructions)
+        for w in waivers(told, lex, ctx.ruleset)
+    ]
+    stated = [
+        w
+        for entry in ctx.entries.values()
+        for text in facts(entry.sanitized_text, ctx.ruleset).sentences
+        for w in waivers(text, lex, ctx.ruleset)
+    ]
+    ordering = ctx.ruleset.compiled("injection.ordering", _ordering)
+    for waiver in said:
+        for order in ordered:
+            payload = order.stems - ordering
+            if order.kind != waiver.kind or not payload & waiver.stems:
+                continue
+            if any(s.kind == waiver.kind and s.stems & waiver.stems & payload for s in stated):
+                continue
+            return "lets off what an instruction to the model orders it to let off"
     return None

@@ -37,6 +37,13 @@ _SECTION_SYNTAX_RE = re.compile(
     rf"<\s*/?\s*(?:{'|'.join(FENCE_TAG_NAMES)})\s*>|(?<!=)={{3,}}\s*user\s+message"
 )
 _EVIDENCE_WORD_RE = re.compile(r"\bevidence\b")
+_EVIDENCE_PART_RE = re.compile(
+    r"\bevidence\s+(?:entr(?:y|ies)|blocks?|headers?|ids?|chunks?|sections?|items?|rows?"
+    r"|numbers?|no\b|#|c\d)"
+)
+"""``firewall_v3``'s ``evidence_word``: the word names the prompt's parts only here (``evidence
+entry 2``, ``the evidence block``). A sentence about evidence (``no evidence links the drug
+to the deaths``) and a frame pointing at it (blanked by ``frames``) leak nothing."""
 
 
 def _reading(sentence: SentenceReading, ctx: Context) -> str:
@@ -142,7 +149,8 @@ class MetadataLeak:
         ):
             message = f"{where}: an internal chunk or knowledge id"
             yield Finding(self.name, self.reason, message, s.number)
-        found = _EVIDENCE_WORD_RE.search(folded)
+        words_re = _EVIDENCE_PART_RE if ctx.ruleset.has("evidence_word") else _EVIDENCE_WORD_RE
+        found = words_re.search(folded)
         if found and not cited_contain(s, found.group()):
             yield Finding(self.name, self.reason, f"{where}: the word evidence", s.number)
 

@@ -39,6 +39,11 @@ def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | 
     what its sources name, and a bare host carries no data out (a path, a query, a
     fragment or a scheme still make it a link, quoted or not).
     """
+    if ruleset.has("end_tokens") and "<" in text:
+        text = _END_TOKEN_RE.sub(" ", text)
+    if ruleset.has("quoted_addresses") and "@" in text:
+        written = [t.lower() for t in quoted]
+        text = _EMAIL_RE.sub(lambda m: _quoted(m, written), text)
     found = unsafe_output(text)
     if found is not None or not ruleset.params.get("linkify"):
         return found
@@ -55,6 +60,28 @@ def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | 
 
 
 _BEYOND_HOST_RE = re.compile(r"[/?#:@]")
+_EMAIL_RE = re.compile(r"(?<![^\s(<\[])[\w.+-]+@[^\W_][\w-]*(?:\.[\w-]+)+")
+
+
+def _quoted(found: re.Match[str], written: list[str]) -> str:
+    """``quoted_addresses``: an e-mail address the evidence writes is blanked, others stay.
+
+    The evidence's own contact is what it says, not a link out of the answer.
+    """
+    address = found.group().rstrip(".").lower()
+    if any(address in text for text in written):
+        return " " * len(found.group())
+    return found.group()
+
+
+_END_TOKEN_RE = re.compile(
+    r"(?:</s>|<\|endoftext\|>|<\|im_end\|>|<\|eot_id\|>|<\|end\|>|<eos>|<end_of_turn>)"
+    r"(?=(?:\s*\[[^\[\]\n]{1,80}\])*[ \t]*(?:\n|$))"
+)
+"""A model's end-of-sequence token where it stopped, at the end of a line (markers may
+follow): ``... nearby surface.</s> [C0]``. ``firewall_v3``'s ``end_tokens``: a stray closing
+``</s>`` with nothing after it renders as nothing and carries nothing out; the same token
+inside a line, or an opening ``<s>``, is still markup."""
 
 
 def _linkify(ruleset: Ruleset) -> LinkifyIt:

@@ -1,0 +1,57 @@
+"""The firewall benchmark runs the sets it names and reports per rule, with or without a judge.
+
+It prints figures (``benchmarks/``), so this only checks that what it reports is there and
+consistent with R5's own verdicts on a small set, not any speed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import firewall  # noqa: PLC0415  (a script, imported as a module)
+
+    monkeypatch.setattr(sys, "argv", ["firewall.py", *args])
+    firewall.main()
+    return capsys.readouterr().out
+
+
+def test_the_benchmark_reports_rates_rules_and_on_target_per_set(monkeypatch, capsys):
+    out = _run(
+        monkeypatch, capsys, "--set", "broad", "--policy", "R2_POLICY_V3", "--repeat", "0",
+        "--real-dev", str(ROOT / "no-such-file.jsonl"),
+    )  # fmt: skip
+    assert "== R2_POLICY_V3 (ruleset firewall_v3), broad ==" in out
+    assert re.search(r"correct answers accepted:\s+\d+\.\d %", out)
+    assert "per rule" in out
+    assert "if enforced" in out
+    assert re.search(r"on target:\s+\d+\.\d % \(\d+/\d+\)", out)
+    # The rule table names what rejected answers, with each rule's mode.
+    assert re.search(r"weak_support\s+enforce", out)
+    assert re.search(r"unsupported_entity\s+flag", out)
+
+
+def test_a_missing_real_dev_file_is_skipped_with_a_note(monkeypatch, capsys):
+    out = _run(
+        monkeypatch, capsys, "--set", "real-dev", "--policy", "R2_POLICY_V3", "--repeat", "0",
+        "--real-dev", str(ROOT / "no-such-file.jsonl"),
+    )  # fmt: skip
+    assert "not found; skipped" in out
+
+
+def test_a_judge_given_by_module_and_callable_runs_under_the_judged_policy(monkeypatch, capsys):
+    out = _run(
+        monkeypatch, capsys, "--set", "broad", "--repeat", "0",
+        "--judge", "tests.fakes.judges:word_overlap_judge",
+    )  # fmt: skip
+    assert "== R2_POLICY_V3_JUDGED (ruleset firewall_v3), broad ==" in out
+    # The word-overlap judge rejects paraphrases the rules passed: its row is in the table.
+    assert re.search(r"support_judge\s+enforce\s+\|\s+[1-9]", out)
