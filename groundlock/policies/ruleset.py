@@ -95,6 +95,8 @@ FEATURES: dict[str, str] = {
     "quoted_addresses": "an e-mail address the evidence writes is no link out of the answer",
     "labels_state_nothing": "rule no_shared_word leaves cited headings and labels alone (a "
     "label introduces what its list items state and cite)",
+    "located_refusals": "a refusal in other words is a finding about the sentence that "
+    "refuses, not about the whole answer",
 }
 """Every feature a ruleset may turn on, with what it changes."""
 

@@ -90,12 +90,17 @@ def test_the_readme_r5_table_is_the_default_rulesets_table():
     import re  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
+    from groundlock import load_policy  # noqa: PLC0415
+
     readme = (Path(__file__).parent.parent.parent / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| \d+ \| `(\w+)` \| `(\w+)` \| (enforce|flag) \|", readme, re.M)
-    ruleset = load_ruleset("firewall_v2")
+    policy = load_policy()
+    ruleset = load_ruleset(policy.firewall_ruleset)
+    assert ruleset.name == "firewall_v3"
     assert [rule for rule, _, _ in rows] == list(ruleset.rules)
     assert [reason for _, reason, _ in rows] == [RULES[r].reason.value for r in ruleset.rules]
-    assert [mode for _, _, mode in rows] == [ruleset.mode_of(r, {}) for r in ruleset.rules]
+    modes = [ruleset.mode_of(r, policy.firewall_modes) for r in ruleset.rules]
+    assert [mode for _, _, mode in rows] == modes
 
 
 def test_the_frozen_look_alike_table_is_what_the_confusables_data_gives():

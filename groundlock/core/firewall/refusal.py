@@ -48,6 +48,8 @@ class Refusal:
     form: RefusalForm
     found: str | None = None
     """For a variant: which kind (``the refusal marker``, ``a refusal in other words``)."""
+    sentence: int | None = None
+    """For a refusal in other words: the 1-based sentence that refuses."""
 
     @property
     def detected(self) -> bool:
@@ -138,7 +140,7 @@ def _in_other_words(answer: ParsedAnswer, ctx: Context) -> Refusal:
                     continue
                 if _evidence_says_so(sentence, found.group(), ctx, patterns):
                     continue
-                return Refusal(RefusalForm.VARIANT, "a refusal in other words")
+                return Refusal(RefusalForm.VARIANT, "a refusal in other words", sentence.number)
     return _NO_REFUSAL
 
 

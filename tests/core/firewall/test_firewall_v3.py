@@ -220,6 +220,13 @@ def test_a_refusal_in_other_words_stays_rejected_unless_the_entry_says_so():
     )
 
 
+def test_a_refusal_in_other_words_is_a_finding_about_the_sentence_that_refuses():
+    answer = f"{PUMP} [C0] The documents do not say how much the seal costs. [C0]"
+    for policy, sentence in ((V3, 2), (V2, None)):
+        finding = judge(answer, PUMP, policy=policy).findings[0]
+        assert (finding.rule, finding.sentence) == ("refusal_form", sentence)
+
+
 # What real models still got past firewall_v2 ---------------------------------------------------
 
 

@@ -72,9 +72,12 @@ class RefusalFormat:
 
     def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """See :mod:`groundlock.core.firewall.refusal` for the forms recognised."""
-        if reading.refusal.form is RefusalForm.VARIANT:
-            message = f"answer: a refusal that is not exact ({reading.refusal.found})"
-            yield Finding(self.name, self.reason, message)
+        refusal = reading.refusal
+        if refusal.form is RefusalForm.VARIANT:
+            message = f"answer: a refusal that is not exact ({refusal.found})"
+            # From firewall_v3 (located_refusals) a refusal in other words names its sentence.
+            where = refusal.sentence if ctx.ruleset.has("located_refusals") else None
+            yield Finding(self.name, self.reason, message, where)
 
 
 class MalformedCitation:
