@@ -97,6 +97,8 @@ FEATURES: dict[str, str] = {
     "label introduces what its list items state and cite)",
     "located_refusals": "a refusal in other words is a finding about the sentence that "
     "refuses, not about the whole answer",
+    "regnal_numerals": "a capital I right after a capitalised word is a numeral (Elizabeth I, "
+    "World War I), not the first person",
 }
 """Every feature a ruleset may turn on, with what it changes."""
 

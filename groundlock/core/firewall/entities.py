@@ -139,7 +139,7 @@ def _opening_name(  # noqa: PLR0911  (one return per form of name)
     if following[1].lower() in ruleset.compiled("entities.reporting", _reporting):
         return True
     if following[1][0].isupper() and following[1].lower() not in common:
-        return following[1].rstrip(".")
+        return re.sub(r"['\u2019]s?$", "", following[1].rstrip("."))
     return False
 
 

@@ -42,6 +42,11 @@ from groundlock.core.firewall.values import Value
 __all__ = ["Reading", "SentenceReading"]
 
 
+def _unit(value: Value) -> object:
+    """A value's unit, or its kind where it has none (for setting values side by side)."""
+    return next((k[2] for k in value.keys if k[0] == "n"), value.kind)
+
+
 @dataclass(frozen=True, eq=False)
 class SentenceReading:
     """One sentence of the answer and what the substantive rules know about it."""
@@ -115,7 +120,8 @@ class SentenceReading:
         """Each value it states that an entry it cites marks as replaced, with that entry.
 
         Not where the sentence reports the change itself (``was reduced from 600 to 400
-        hours``) or the question names the value.
+        hours``). A question that names the old value (``Is it still 45 Nm?``) does not
+        make it current.
         """
         if not self.ctx.ruleset.has("superseded") or not self.sentence.cited:
             return ()
@@ -124,17 +130,29 @@ class SentenceReading:
         stated = [
             v.item for v in self.values if v.source is Source.CITED and v.item.kind != "identifier"
         ]
-        if not stated or reports_history(self.sentence.text, self.ctx.ruleset):
+        if not stated:
             return ()
-        question = self.view.question
+        text = self.sentence.text
+        stale = [
+            (entry.anchor, facts(entry.sanitized_text, self.ctx.ruleset).superseded)
+            for entry in self.sentence.cited
+        ]
         found = []
         for value in stated:
-            if question.values.supports(value):
+            anchor = next((a for a, old in stale if old.supports(value)), None)
+            if anchor is None:
                 continue
-            for entry in self.sentence.cited:
-                if facts(entry.sanitized_text, self.ctx.ruleset).superseded.supports(value):
-                    found.append((value, entry.anchor))
-                    break
+            if reports_history(text, text.find(value.surface), self.ctx.ruleset):
+                continue
+            # The sentence sets a current value beside the old one ("38 Nm; Rev. A listed 45").
+            if any(
+                other is not value and _unit(other) == _unit(value) and not old.supports(other)
+                for other in stated
+                for a, old in stale
+                if a == anchor
+            ):
+                continue
+            found.append((value, anchor))
         return tuple(found)
 
     @cached_property

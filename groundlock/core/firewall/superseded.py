@@ -29,15 +29,21 @@ def _marks(ruleset: Ruleset) -> tuple[re.Pattern[str], ...]:
     )
 
 
-_CLAUSE_CHAR = r"(?:[^,;.:()\n\t]|(?<=\d)[.,:](?=\d))"
+_CLAUSE_CHAR = r"(?:[^,;.:()\n\t]|(?<=\d)[,:](?=\d)|\.(?!\s*$))"
 """``{t}`` in ``superseded.patterns``: a character of a clause, which a tab (a table's cell)
-or a colon ends too (a number's point, comma or colon is part of it: ``0.25``, ``1,800``,
-``14:30``)."""
+or a colon ends too (a number's comma or colon is part of it: ``1,800``, ``14:30``; marks
+are read sentence by sentence, so a full stop inside one is an abbreviation's or a number's:
+``Rev. A``, ``0.25``)."""
 
 
-def _history(ruleset: Ruleset) -> re.Pattern[str] | None:
-    patterns = [apostrophes(p) for p in ruleset.entries("superseded", "history")]
-    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+def _history(ruleset: Ruleset) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The history words read near a value, and those read anywhere in its sentence."""
+
+    def union(section: str) -> re.Pattern[str] | None:
+        patterns = [apostrophes(p) for p in ruleset.entries("superseded", section)]
+        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+    return union("history"), union("history_anywhere")
 
 
 def _gate(ruleset: Ruleset) -> re.Pattern[str] | None:
@@ -83,10 +89,21 @@ def old_spans(sentences: tuple[str, ...], ruleset: Ruleset) -> list[tuple[int, i
     return spans
 
 
-def reports_history(text: str, ruleset: Ruleset) -> bool:
-    """Whether a sentence reports a change, so that its old value is history, not a claim.
+def reports_history(text: str, at: int, ruleset: Ruleset) -> bool:
+    """Whether a sentence reports a change around its value at ``at``: history, no claim.
 
-    ``was reduced from 600 to 400 hours``, ``38 Nm, not the superseded 45 Nm``.
+    ``was reduced from 600 to 400 hours``, ``38 Nm, not the superseded 45 Nm``, ``before
+    2022 it was 324 m``: the change is named within a few words of the value (a history word
+    elsewhere, ``torque the previously cleaned bowl to 45 Nm``, says nothing of it).
     """
-    history = ruleset.compiled("superseded.history", _history)
-    return history is not None and history.search(fold(text)) is not None
+    near, anywhere = ruleset.compiled("superseded.history", _history)
+    folded = fold(text)
+    if anywhere is not None and anywhere.search(folded) is not None:
+        return True
+    start = max(0, at - _NEAR) if at >= 0 else 0
+    end = at + _NEAR if at >= 0 else len(text)
+    return near is not None and near.search(folded, start, end) is not None
+
+
+_NEAR = 28
+"""How far from a value (in characters, either side) a history word counts for it."""

@@ -170,6 +170,22 @@ def meta_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], bool], ...]:
     return (*folded, (re.compile(apostrophes(first_person)), False))
 
 
+_NAME_BEFORE_RE = re.compile(r"[A-Z][a-z]+\s+$")
+
+
+def _first_person(pattern: re.Pattern[str], text: str, *, regnal: bool) -> re.Match[str] | None:
+    """The first match of the first-person pattern in ``text``.
+
+    With ``regnal_numerals`` (``firewall_v3``), not an ``I`` right after a capitalised word:
+    ``Elizabeth I was crowned``, ``World War I was fought`` write a numeral.
+    """
+    for found in pattern.finditer(text):
+        if regnal and _NAME_BEFORE_RE.search(text, 0, found.start()):
+            continue
+        return found
+    return None
+
+
 def _reasoning_tag(ruleset: Ruleset) -> re.Pattern[str]:
     return re.compile(rf"<\s*/?\s*(?:{'|'.join(ruleset.entries('reasoning_tags'))})\s*>")
 
@@ -192,7 +208,12 @@ class MetaCommentary:
             if tag.search(folded):
                 yield Finding(self.name, self.reason, f"{where}: a reasoning trace", s.number)
             for pattern, on_folded in patterns:
-                found = pattern.search(folded if on_folded else written)
+                if on_folded:
+                    found = pattern.search(folded)
+                else:
+                    found = _first_person(
+                        pattern, written, regnal=ctx.ruleset.has("regnal_numerals")
+                    )
                 if found and not cited_contain(s, found.group()):
                     message = f"{where}: talks about itself or its sources"
                     yield Finding(self.name, self.reason, message, s.number)

@@ -10,7 +10,9 @@ and the question's words count as held. The sentence is rejected when
 * it names something no entry holds (as ``unsupported_entity`` finds) and less than
   ``weak_named_share`` (a half) of its content words are held; or
 * of the content words it adds to the question, at least ``weak_added`` (six) and at least
-  ``weak_added_share`` (four in five) are in no entry it cites.
+  ``weak_added_share`` (four in five) are in no entry it cites, and it states no value they
+  hold (a value of the entry anchors a paraphrase in other words: ``Your landlord must warn
+  you 24 hours ahead of any visit`` for ``may not enter without 24 hours' notice``).
 
 Measured on real model output, labelled by people (``benchmarks/firewall.py``): a sentence
 that only glosses a supported claim with a name or a few words (``... in California and
@@ -55,6 +57,8 @@ class WeakSupport(SentenceRule):
                 f"it names what no entry holds, and {share:.0%} of its words are in what it cites"
             )
         if missing >= param("weak_added") and missing >= param("weak_added_share") * added:
+            if any(v.source is Source.CITED for v in sentence.values):
+                return None  # a value of what it cites anchors a paraphrase of its words
             return (
                 f"{missing} of the {added} words it adds to the question are in no entry it cites"
             )
