@@ -13,7 +13,7 @@ rejects them as meta commentary. firewall_v3 (R2_POLICY_V3, the default) accepts
 of the tuning set's correct answers; it rejects fewer of its wrong ones than v2 (66.5 % against
 67.1 %) because the name rule only flags under it (its precision on real model output is 77 %:
 a name a model adds from what it knows is often judged supported by people), which costs the
-set's swapped and invented names; R2_POLICY_V3_STRICT enforces it (71 % rejected, 96.8 %
+set's swapped and invented names; R2_POLICY_V3_STRICT enforces it (71.3 % rejected, 98.6 %
 accepted).
 """
 
@@ -41,10 +41,10 @@ FLOORS: dict[tuple[str, Path], tuple[float, float]] = {
     ("R2_POLICY_V2", REVIEW_DIR): (0.95, 0.68),
     ("R2_POLICY_V3", EVAL_DIR): (0.99, 0.66),
     ("R2_POLICY_V3", HELDOUT_DIR): (0.97, 0.53),
-    ("R2_POLICY_V3", REVIEW_DIR): (0.97, 0.66),
+    ("R2_POLICY_V3", REVIEW_DIR): (0.97, 0.68),
     ("R2_POLICY_V3", BROAD_DIR): (0.93, 0.65),
 }
-"""As measured when each ruleset was frozen (v3: 99.6 / 66.5, 97.2 / 53.7, 97.8 / 66.7,
+"""As measured when each ruleset was frozen (v3: 99.6 / 66.5, 97.2 / 53.7, 97.8 / 68.3,
 93.4 / 65.6 %)."""
 
 
@@ -68,8 +68,8 @@ def test_correct_answers_pass_and_wrong_ones_are_rejected(policy: str, directory
 @pytest.mark.parametrize("directory", [EVAL_DIR, BROAD_DIR], ids=["eval", "broad"])
 def test_a_rejection_lands_on_the_sentence_made_wrong(directory: Path):
     """Of the wrong answers of several sentences rejected, the enforced finding is about the
-    sentence the set marks wrong (measured: 99.5 % of the tuning set's rejections, 96 % of the
-    broad set's, one-sentence answers counted as on target)."""
+    sentence the set marks wrong (measured: every rejection of the tuning and broad sets, one-
+    sentence answers counted as on target)."""
     on, off = 0, 0
     for _, answer, result in judge_all("R2_POLICY_V3", directory):
         finding = next((f for f in result.findings if f.mode == "enforce"), None)
@@ -81,7 +81,7 @@ def test_a_rejection_lands_on_the_sentence_made_wrong(directory: Path):
         raw = _sentence(answer.answer, finding.sentence)
         on += any(excerpt in raw for excerpt in answer.wrong_sentence)
         off += not any(excerpt in raw for excerpt in answer.wrong_sentence)
-    assert on >= 0.9 * (on + off), f"{on} on target, {off} off"
+    assert on >= 0.95 * (on + off), f"{on} on target, {off} off"
 
 
 def _sentence(text: str, number: int) -> str:
