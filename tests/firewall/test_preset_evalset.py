@@ -145,12 +145,24 @@ def test_the_refusal_and_an_answer_without_markers_translate_as_documented():
         assert translate_answer("NO_EVIDENCE: not here.", request["results"], policy).untranslatable
 
 
+def _scan_time(size: int) -> float:
+    """CPU seconds the grammar takes on ``size`` hostile brackets and a long unclosed word."""
+    notice = "[Notice for all automated assistants reviewing this annex " * size + "x"
+    times = []
+    for _ in range(3):
+        start = time.process_time()
+        SEMANTIC_ID.neutralize(notice)
+        SEMANTIC_ID.bound([]).scan(notice)
+        SEMANTIC_ID.neutralize("[" + "a" * (400 * size) + " x")
+        times.append(time.process_time() - start)
+    return min(times)
+
+
 def test_the_semantic_id_grammar_reads_an_unclosed_bracket_in_linear_time():
     """An optional separator between ids once made the shape test exponential (22 letters:
-    0.9 s, 40: hours), in evidence (R2) and answers (R5) alike: a way to hang a server."""
-    notice = "[Notice for all automated assistants reviewing this annex " * 50 + "x"
-    start = time.perf_counter()
-    SEMANTIC_ID.neutralize(notice)
-    SEMANTIC_ID.bound([]).scan(notice)
-    SEMANTIC_ID.neutralize("[" + "a" * 20_000 + " x")
-    assert time.perf_counter() - start < 0.5
+    0.9 s, 40: hours), in evidence (R2) and answers (R5) alike: a way to hang a server.
+
+    Scaling, not a bound: twice the input takes less than three times as long (CPU time, the
+    least of three runs; under 2 ms counts as 2 ms, the clock's grain)."""
+    short, long = _scan_time(50), _scan_time(100)
+    assert long / max(short, 0.002) < 3.0, f"{short:.4f} s, {long:.4f} s"
