@@ -70,6 +70,7 @@ _PER_RE = re.compile(
 )
 """``per day``, ``a week``, ``/month``, after up to three words (``1.5 days of paid leave per
 month``, ``$2,400 in rent each month``) that do not end the number's phrase."""
+_AGO_RE = re.compile(r"\s+(?:ago|earlier|before|later|back|previously)\b", re.IGNORECASE)
 _RATE_WORDS = {"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year",
                "annually": "year", "hourly": "h", "nightly": "day"}  # fmt: skip
 _RATE_WORD_RE = re.compile(
@@ -744,7 +745,11 @@ class _Reader:
         if found is None:
             return None
         unit, end = self._unit_after(found.end(), skip=False)
-        return (unit, end) if unit is not None else None
+        if unit is None:
+            return None
+        if self.vocabulary.variants and _AGO_RE.match(self.text, end):
+            return None  # "42.9% a year ago" is last year's 42.9 %, no yearly rate
+        return unit, end
 
     def _with_rate(self, unit: str | None, end: int) -> tuple[str | None, int]:
         """``unit`` with the rate written after it (``days a week``: ``day/week``)."""

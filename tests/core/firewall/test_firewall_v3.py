@@ -405,13 +405,115 @@ def test_a_supported_sentence_with_a_gloss_keeps_its_support():
     assert rule(answer, evidence, policy=STRICT) == "unsupported_entity"
 
 
-def test_a_value_bound_to_another_predicate_is_flagged_and_enforced_only_when_strict():
+@pytest.mark.parametrize(
+    ("answer", "evidence"),
+    [
+        (
+            "Twelve pumps showed seal leakage. [C0]",
+            "Twelve pumps were inspected. Three showed seal leakage.",
+        ),
+        # A docket: each line binds its date to what was done that day.
+        (
+            "The cross-appeal was withdrawn on 11/20/2023. [C0]",
+            "11/20/2023 Answering brief filed.\n01/11/2024 Cross-appeal withdrawn at oral argument.",
+        ),
+        # A table's row binds its cells.
+        (
+            "The limit for water content is 30 ppm. [C0]",
+            "| Parameter | Limit |\n|---|---|\n| Iron particles | 30 ppm |\n| Water content | 500 ppm |",
+        ),
+    ],
+)
+def test_a_value_the_entry_binds_to_another_predicate_is_rebound(answer, evidence):
+    assert rule(answer, evidence, policy=STRICT) == "rebound_value"
+
+
+@pytest.mark.parametrize(
+    ("answer", "evidence"),
+    [
+        # A range binds both of its values to one predicate; so does a label's colon.
+        (
+            "She spent 1955-1956 at Cambridge as a Guggenheim Fellow and chaired the department "
+            "from 1958 to 1961. [C0]",
+            "1952-1969: Professor of Chemistry; department chair 1958-1961. 1955-1956: "
+            "Guggenheim Fellow, Cambridge.",
+        ),
+        # A date is the same date without its year.
+        (
+            "She is on garden leave from 5 February to 30 April 2024. [C0]",
+            "Your notice ends on 30 April 2024. You will be on garden leave from 5 February 2024 "
+            "until then. Return your pass by 5 February.",
+        ),
+        # A number inside another number is no value of its own (the 8 of 1968, the 2 of 27001).
+        (
+            "Fresh evidence, admitted under section 23 of the Criminal Appeal Act 1968, showed "
+            "the print had only 8 matching points. [C0]",
+            "Fresh evidence was admitted under section 23 of the Criminal Appeal Act 1968. The "
+            "print had only 8 matching points, not 16.",
+        ),
+        (
+            "Cloudmere answers with its ISO/IEC 27001 certificate and its SOC 2 report. [C0]",
+            "Cloudmere may answer with its ISO/IEC 27001 certificate and its latest SOC 2 report. "
+            "Audits are limited to 2 per year.",
+        ),
+        # A section number labels; the comma of 1,800 splits no clause.
+        (
+            "The rules of Sec. 4.3 use 3.5 bar as the case drain threshold. [C0]",
+            "4.3 HYDRAULIC WARNING LIGHTS. At 1,800 rpm case drain pressure must not exceed 3.5 "
+            "bar; the red light comes on above it.",
+        ),
+        # "4 percent on placebo": only the word right after a count is what it counts.
+        (
+            "Nausea was reported by 12 percent of patients on the drug versus 4 percent on "
+            "placebo. [C0]",
+            "Nausea: 12% of patients on the drug group; placebo group 4%.",
+        ),
+        # A clause that opens with its value leaves its predicate to the clause before it.
+        (
+            "In 2022, revenue had been $3.6 billion. [C0]",
+            "Revenue was $4.1 billion, up from $3.6 billion in 2022.",
+        ),
+        (
+            "In the placebo group, serious events occurred in 6% of patients. [C0]",
+            "Serious events occurred in 8% of the drug group and 6% of the placebo group.",
+        ),
+        # A relative clause tells more of the value before it.
+        (
+            "Her Termination Date is April 30, 2024. [C0]",
+            "Your notice ends on 30 April 2024, which will be your Termination Date. Garden "
+            "leave runs from 5 February 2024 until the Termination Date.",
+        ),
+        # A value with a unit counts in that unit: the word after it is a predicate.
+        (
+            "The sample showed 48 ppm iron, above the 30 ppm alert limit. [C0]",
+            "Limits: iron 30 ppm (alert) / 60 ppm (action). The sample showed iron 48 ppm "
+            "(above the alert limit).",
+        ),
+    ],
+)
+def test_a_value_bound_as_its_entry_binds_it_is_not_rebound(answer, evidence):
+    result = judge(answer, evidence)
+    assert "rebound_value" not in [f.rule for f in result.findings]
+
+
+def test_a_rebound_value_is_flagged_by_default_enforced_when_strict_and_unseen_before_v3():
+    """Flagged: on answers written to probe it, 9 of 280 correct ones drew the finding."""
     evidence = "Twelve pumps were inspected. Three showed seal leakage."
     answer = "Twelve pumps showed seal leakage. [C0]"
     result = judge(answer, evidence)
-    assert ("rebound_value", "flag") in [(f.rule, f.mode) for f in result.findings]
     assert result.validation_status.value == "PASSED"
+    assert ("rebound_value", "flag") in [(f.rule, f.mode) for f in result.findings]
     assert rule(answer, evidence, policy=STRICT) == "rebound_value"
+    assert "rebound_value" not in [f.rule for f in judge(answer, evidence, policy=V2).findings]
+
+
+def test_a_value_of_a_year_ago_is_no_yearly_rate():
+    evidence = "Gross margin was 44.2%, compared with 42.9% last year."
+    answer = "Gross margin was 42.9% a year ago. [C0]"
+    assert passes(answer, evidence)
+    assert rule(answer, evidence, policy=V2) == "unsupported_value"
+    # A yearly amount stays one.
+    assert rule("He earns $40,000 a year. [C0]", "He earns $40,000.") == "unsupported_value"
 
 
 # Found by an adversarial review of firewall_v3 ---------------------------------------------

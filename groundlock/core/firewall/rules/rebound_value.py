@@ -45,8 +45,9 @@ class ReboundValue(SentenceRule):
         evidence = tuple(
             clause
             for entry in sentence.cited
+            # Its statements one by one, as the segmenter found them.
             for clause in bound_clauses(
-                facts(entry.sanitized_text, ctx.ruleset).statements, ctx.ruleset
+                "\n".join(facts(entry.sanitized_text, ctx.ruleset).sentences), ctx.ruleset
             )
         )
         for value in stated:
