@@ -10,8 +10,10 @@
      labelled by people (``../shared/data/real-dev``, third-party text read from there and
      never copied into this repository; skipped, with a note, where it is absent);
    * the project's own hand-written sets in ``tests/firewall``: ``eval`` (the tuning set),
-     ``heldout`` (never tuned on), ``review`` (an adversarial review's cases) and ``broad``
-     (answers in the styles real models write, with the classes real output showed).
+     ``heldout`` (never tuned on), ``review`` (an adversarial review's cases), ``broad``
+     (answers in the styles real models write, with the classes real output showed) and
+     ``numbers`` (number-dense evidence, answers of one sentence: the precision of value
+     binding, ``rebound_value``'s false alarms among them).
 
    Printed per set: the accept rate on correct (SUPPORTED) answers and the reject rate on
    wrong (UNSUPPORTED) ones, overall, per subset and per kind of defect; per rule, how many
@@ -75,13 +77,20 @@ from tests.firewall.eval.evalset import (  # noqa: E402
     BROAD_DIR,
     EVAL_DIR,
     HELDOUT_DIR,
+    NUMBERS_DIR,
     REVIEW_DIR,
     load_all,
 )
 
 REAL_DEV = ROOT.parent / "shared" / "data" / "real-dev" / "items.jsonl"
 """Where the real answers are read from (a checkout beside ``../shared``)."""
-OWN_SETS = {"eval": EVAL_DIR, "heldout": HELDOUT_DIR, "review": REVIEW_DIR, "broad": BROAD_DIR}
+OWN_SETS = {
+    "eval": EVAL_DIR,
+    "heldout": HELDOUT_DIR,
+    "review": REVIEW_DIR,
+    "broad": BROAD_DIR,
+    "numbers": NUMBERS_DIR,
+}
 DEFAULT_POLICIES = ("R2_POLICY_V2", "R2_POLICY_V3", "R2_POLICY_V3_STRICT")
 JUDGED_POLICY = "R2_POLICY_V3_JUDGED"
 

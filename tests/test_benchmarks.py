@@ -55,3 +55,14 @@ def test_a_judge_given_by_module_and_callable_runs_under_the_judged_policy(monke
     assert "== R2_POLICY_V3_JUDGED (ruleset firewall_v3), broad ==" in out
     # The word-overlap judge rejects paraphrases the rules passed: its row is in the table.
     assert re.search(r"support_judge\s+enforce\s+\|\s+[1-9]", out)
+
+
+def test_the_numbers_set_reports_what_rebound_value_would_reject(monkeypatch, capsys):
+    out = _run(
+        monkeypatch, capsys, "--set", "numbers", "--policy", "R2_POLICY_V3_STRICT",
+        "--repeat", "0", "--real-dev", str(ROOT / "no-such-file.jsonl"),
+    )  # fmt: skip
+    assert "== R2_POLICY_V3_STRICT (ruleset firewall_v3), numbers ==" in out
+    assert re.search(r"rebound_value\s+\d+\.\d % \(\d+/\d+\)", out)  # per kind of defect
+    # Enforced under the strict policy, the binding rule rejects some of the set's answers.
+    assert re.search(r"rebound_value\s+enforce\s+\|\s+[1-9]", out)

@@ -1,5 +1,6 @@
-"""The firewall on the project's labelled sets: tests/firewall/eval (tuning), heldout, review
-and broad (answers in the styles real models write).
+"""The firewall on the project's labelled sets: tests/firewall/eval (tuning), heldout, review,
+broad (answers in the styles real models write) and numbers (number-dense evidence, answers of
+one sentence: the precision of value binding).
 
 Floors, not targets: each is the figure measured when the ruleset was frozen, rounded down, so
 that a change losing ground fails here; ``benchmarks/firewall.py`` prints the figures per
@@ -15,6 +16,11 @@ of the tuning set's correct answers; it rejects fewer of its wrong ones than v2 
 a name a model adds from what it knows is often judged supported by people), which costs the
 set's swapped and invented names; R2_POLICY_V3_STRICT enforces it (71.3 % rejected, 98.6 %
 accepted).
+
+The numbers set was added after the freeze: its floors are the figures measured then under
+R2_POLICY_V3. It exists for rebound_value's false alarms, which the default policy only flags,
+so almost none of its wrong answers (a value of the entry bound to another predicate) are
+rejected there; ``benchmarks/firewall.py --set numbers`` prints the rule's precision.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from tests.firewall.eval.evalset import (
     EVAL_DIR,
     HELDOUT_DIR,
     LABELS,
+    NUMBERS_DIR,
     REVIEW_DIR,
     judge_all,
     load_all,
@@ -43,9 +50,10 @@ FLOORS: dict[tuple[str, Path], tuple[float, float]] = {
     ("R2_POLICY_V3", HELDOUT_DIR): (0.97, 0.53),
     ("R2_POLICY_V3", REVIEW_DIR): (0.97, 0.68),
     ("R2_POLICY_V3", BROAD_DIR): (0.93, 0.65),
+    ("R2_POLICY_V3", NUMBERS_DIR): (0.98, 0.01),
 }
 """As measured when each ruleset was frozen (v3: 99.6 / 66.5, 97.2 / 53.7, 97.8 / 68.3,
-93.4 / 65.6 %)."""
+93.4 / 65.6 %); numbers when it was added (98.9 / 1.4 %)."""
 
 
 @pytest.mark.parametrize(
@@ -69,7 +77,8 @@ def test_correct_answers_pass_and_wrong_ones_are_rejected(policy: str, directory
 def test_a_rejection_lands_on_the_sentence_made_wrong(directory: Path):
     """Of the wrong answers of several sentences rejected, the enforced finding is about the
     sentence the set marks wrong (measured: every rejection of the tuning and broad sets, one-
-    sentence answers counted as on target)."""
+    sentence answers counted as on target). Not run on the numbers set: its wrong answers are
+    all of one sentence, on target trivially."""
     on, off = 0, 0
     for _, answer, result in judge_all("R2_POLICY_V3", directory):
         finding = next((f for f in result.findings if f.mode == "enforce"), None)
@@ -104,3 +113,7 @@ def test_the_sets_are_large_and_broad_enough_to_mean_something():
     assert len(broad) >= 300
     multi = [a for a in broad if a.label == "wrong" and a.wrong_sentence]
     assert len(multi) >= 100  # each marks the sentence it made wrong
+    numbers = [answer for bundle in load_all(NUMBERS_DIR) for answer in bundle.answers]
+    assert len(numbers) >= 400
+    assert sum(a.kind == "rebound_value" for a in numbers) >= 130
+    assert sum(a.label == "correct" and not a.borderline for a in numbers) >= 250

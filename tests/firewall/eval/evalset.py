@@ -157,6 +157,13 @@ BROAD_DIR = EVAL_DIR.parent / "broad"
 other spellings of names and values, reasoning traces, superseded values, ..."""
 
 
+NUMBERS_DIR = EVAL_DIR.parent / "numbers"
+"""Number-dense evidence (spec tables, schedules, results, timelines) with answers of one
+sentence (a few correct ones are lists or tables): correct ones, and wrong ones that bind a
+value of the entry to another of its predicates (``rebound_value``). It measures the
+precision of value binding."""
+
+
 def load_all(directory: Path = EVAL_DIR) -> list[EvalBundle]:
     """Every eval file of a set (by default the tuning set), in name order."""
     return [load(path) for path in sorted(directory.glob("*.json"))]
