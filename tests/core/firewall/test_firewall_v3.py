@@ -415,12 +415,14 @@ def test_a_supported_sentence_with_a_gloss_keeps_its_support():
         # A docket: each line binds its date to what was done that day.
         (
             "The cross-appeal was withdrawn on 11/20/2023. [C0]",
-            "11/20/2023 Answering brief filed.\n01/11/2024 Cross-appeal withdrawn at oral argument.",
+            "11/20/2023 Answering brief filed.\n"
+            "01/11/2024 Cross-appeal withdrawn at oral argument.",
         ),
         # A table's row binds its cells.
         (
             "The limit for water content is 30 ppm. [C0]",
-            "| Parameter | Limit |\n|---|---|\n| Iron particles | 30 ppm |\n| Water content | 500 ppm |",
+            "| Parameter | Limit |\n|---|---|\n"
+            "| Iron particles | 30 ppm |\n| Water content | 500 ppm |",
         ),
     ],
 )
