@@ -61,8 +61,9 @@ class Bound:
     near: frozenset[str]
     """The content stems next to it in its clause (three each side at most)."""
     shared: frozenset[str] = frozenset()
-    """Of a clause that opens with its value, the stems of the clause before: the predicate
-    it leaves out. They clear the value (the sentence may say them) but bind no other."""
+    """Stems of a neighbouring clause that tells of it: the clause before, for a clause that
+    opens with its value (the predicate it leaves out), or a relative clause after it. They
+    clear the value (the sentence may say them) but bind no other."""
 
 
 def _unit_words(ruleset: Ruleset) -> frozenset[str]:
@@ -106,12 +107,21 @@ def _at(clause: str, surface: str) -> int:
     Not inside a longer number or word: ``str.find`` would read the ``2`` of ``ISO 27001``
     or the ``8`` of ``1968`` as the value.
     """
-    found = re.search(rf"(?<![\w.,]){re.escape(surface)}(?!\w|[.,]\d)", clause)
-    return found.start() if found else -1
+    at = clause.find(surface)
+    while at >= 0:
+        end = at + len(surface)
+        before = clause[at - 1] if at else " "
+        after = clause[end : end + 2]
+        if not (before.isalnum() or before in "_.,") and not (
+            after[:1].isalnum() or after[:1] == "_" or (after[:1] in ".," and after[1:].isdigit())
+        ):
+            return at
+        at = clause.find(surface, at + 1)
+    return -1
 
 
 def _near(clause: str, value: Value, ruleset: Ruleset, *, counted: bool = True) -> frozenset[str]:
-    """The content stems within three words of ``surface`` in ``clause``.
+    """The content stems within three words of ``value`` in ``clause``.
 
     Without ``counted``, the word right after a count is left out: in a sentence it is what
     the value counts (``Twelve pumps``), a noun every statement about it shares, which binds
