@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from groundlock.cli._shared import Parser, UsageError, store_option
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
+from groundlock.stores.location import delta_location
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -154,9 +155,9 @@ def _ask_batch(args: argparse.Namespace) -> int:
         source = args.batch.open("rb")
     except OSError as exc:
         raise UsageError(f"cannot read {args.batch}: {type(exc).__name__}") from None
-    chain = _chain_for(args)
-    gc.freeze()  # the chain lives as long as the run: kept out of every full collection
-    with source:
+    with source:  # (closed also when the chain cannot be built)
+        chain = _chain_for(args)
+        gc.freeze()  # the chain lives as long as the run: kept out of every full collection
         return answer_file(args, chain, source)
 
 
@@ -251,6 +252,8 @@ def _serve(args: argparse.Namespace) -> int:
             os.environ[name] = str(value)
     try:
         ServeLimits.from_env()  # a bad limit is a usage error here, not in every worker
+        if args.store:  # and so is a store location no worker could open (nothing opened)
+            delta_location(args.store)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     # So is a model or policy that cannot be built: tried once here, without the store

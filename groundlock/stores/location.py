@@ -7,6 +7,12 @@ a panic it could only log, write after write), ``\`` fails, and a ``%`` escape s
 archive or an index is created, naming the character, instead of at its first write.
 Percent-encoding the path into a ``file://`` URL does not help (the encoded brackets panic
 too), so the check is ours.
+
+A control character (C0 with tab, newline, carriage return and NUL; DEL; C1) or a Unicode
+line or paragraph separator is refused in any location, local or remote: delta-rs fails on
+C0 and DEL at the first write, a URL parser drops a tab or newline (``s3://b/a<TAB>b`` would
+be ``s3://b/ab``, another table), and any of them would split or rewrite the log line or
+message that names the location. A valid URI holds none of them unescaped.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ __all__ = ["delta_location", "is_local"]
 
 _UNOPENABLE = re.compile(r"[\[\]^|\\]|%[0-9A-Fa-f]{2}")
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Every character ``str.splitlines`` breaks at is among these."""
+
 
 def is_local(location: str) -> bool:
     """Whether ``location`` names the local filesystem (a path or a ``file://`` URL)."""
@@ -26,13 +35,22 @@ def is_local(location: str) -> bool:
 
 
 def delta_location(uri: str | os.PathLike[str]) -> str:
-    """``uri`` as the stores open it; a local path delta-rs cannot open is a ``ValueError``.
+    """``uri`` as the stores open it; a location delta-rs cannot open is a ``ValueError``.
 
     A local path (or ``file://`` URL) becomes an absolute path; any other URI is kept as
-    given. Neither keeps a trailing slash.
+    given. Neither keeps a trailing slash. A control or line-break character is refused in
+    either, naming it (a remote URI is not quoted: it may carry a credential).
     """
     text = os.fspath(uri)
-    if not is_local(text):
+    local = is_local(text)
+    control = _CONTROL.search(text)
+    if control is not None:
+        shown = f"{_escaped(str(Path(text.removeprefix('file://')).absolute()))}: " if local else ""
+        raise ValueError(
+            f"{shown}a store, archive, index or log location may not hold a control or "
+            f"line-break character; it holds {_named(control.group())}"
+        )
+    if not local:
         return text.rstrip("/")
     path = str(Path(text.removeprefix("file://")).absolute()).rstrip("/")
     found = _UNOPENABLE.search(path)
@@ -42,3 +60,13 @@ def delta_location(uri: str | os.PathLike[str]) -> str:
             "path may not hold '[', ']', '^', '|', '\\' or a %-escape such as %41)"
         )
     return path
+
+
+def _named(character: str) -> str:
+    r"""``'\t' (U+0009)``: the character as Python escapes it, and its code point."""
+    return f"{character!r} (U+{ord(character):04X})"
+
+
+def _escaped(text: str) -> str:
+    """``text`` on one line: each control or line-break character as its escape."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
