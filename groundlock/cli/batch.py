@@ -3,9 +3,12 @@
 The file is read lazily and answered window by window through LangChain's own
 ``batch_as_completed`` (``max_concurrency`` requests at once), so memory is bounded by the
 window, never by the file; each answer is written as soon as every line before it has
-been. A line that is not UTF-8 JSON never reaches the chain: it gets its own FAILED record
-with its line number. The progress bar (rich) is drawn only on a terminal; the summary is a
-rich table on a terminal and plain lines in a log.
+been. Every non-blank line is a request, with one output line and, with a store, one audit
+record: a line that is not UTF-8 JSON, or JSON with no usable ``request_id`` (not an object,
+say), goes through the chain as the intake's own refusal under the id
+``<run_id>:line-<n>`` (never reaching the model), so its record and its output line agree
+and a re-run under the same ``--run-id`` adds no second record. The progress bar (rich) is
+drawn only on a terminal; the summary is a rich table on a terminal and plain lines in a log.
 """
 
 from __future__ import annotations
@@ -62,9 +65,9 @@ class _BatchLine:
     end: int
     """The byte offset just after the line (for the progress bar)."""
     bundle: object = None
-    """The parsed line, when it is JSON."""
+    """What the chain is given: the parsed line, or the intake's refusal of it."""
     response: PublicResponse | None = None
-    """Set at once for a line that failed the input gate, else when the chain answers."""
+    """Set when the chain has answered."""
 
 
 class _RequestTimer(BaseCallbackHandler):
@@ -162,9 +165,13 @@ class _Batch:
     def __init__(
         self, args: argparse.Namespace, chain: RunnableSequence[Any, PublicResponse]
     ) -> None:
+        from groundlock.policies.loader import DEFAULT_POLICY, load_policy  # noqa: PLC0415
+
         self.path: Path = args.batch
         self.json: bool = args.json
         self.concurrency: int = args.concurrency
+        self.run_id: str = args.run_id
+        self.limits = load_policy(args.policy or DEFAULT_POLICY).input_limits
         self.chain = chain
         self.counts: dict[tuple[str, str], int] = {}
         self.latencies = _Latencies()
@@ -253,14 +260,21 @@ class _Batch:
             raise UsageError(f"cannot read {self.path}: {type(exc).__name__}") from None
 
     def _parse(self, number: int, end: int, raw: bytes) -> _BatchLine:
-        """The line, parsed; one that is not UTF-8 JSON is FAILED here, before any model."""
+        """The line as the chain takes it: the bundle, or the intake's refusal of the line.
+
+        A line that is not UTF-8 JSON, or whose JSON has no usable ``request_id``, is
+        refused here under the line's own id (``<run_id>:line-<n>``): the chain passes the
+        refusal through R2 to the audit record and R6 without calling the model, so the
+        line is answered and recorded like any other.
+        """
         from groundlock.contracts.reasons import ReasonCode  # noqa: PLC0415
-        from groundlock.core.packaging import failed_response  # noqa: PLC0415
+        from groundlock.core.intake import Rejection, read_bundle, salvage_identity  # noqa: PLC0415
 
         line = _BatchLine(number, end)
+        request_id = self.line_request_id(number)
         try:
             # (utf-8-sig on the first line: a byte-order mark is not part of the JSON)
-            line.bundle = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+            payload = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
         except UnicodeDecodeError:
             problem = "not UTF-8"
         except RecursionError:
@@ -268,49 +282,79 @@ class _Batch:
         except ValueError:
             problem = "not JSON"
         else:
+            if salvage_identity(payload)[0] is not None:
+                line.bundle = payload
+                return line
+            # No usable request_id: the intake refuses it anyway (the field is required),
+            # with the reason and message the chain would give; only the id is the line's.
+            refused = read_bundle(payload, self.limits)
+            line.bundle = (
+                Rejection(refused.reason, refused.message, request_id, self.run_id)
+                if isinstance(refused, Rejection)
+                else payload
+            )
             return line
-        line.response = failed_response(
-            None, ReasonCode.INPUT_SCHEMA_INVALID, f"line {number}: {problem}"
+        line.bundle = Rejection(
+            ReasonCode.INPUT_SCHEMA_INVALID, f"line {number}: {problem}", request_id, self.run_id
         )
-        self._note(f"{self.path}:{number}: {problem}; not sent to the chain")
+        self._note(f"{self.path}:{number}: {problem}; FAILED as {request_id}, no model called")
         return line
+
+    def line_request_id(self, number: int) -> str:
+        """The request id of a line that carries none: the run's, and the line number."""
+        return f"{self.run_id}:line-{number}"
 
     def _answer_window(self, window: list[_BatchLine]) -> None:
         from langchain_core.runnables import RunnableConfig  # noqa: PLC0415
 
-        from groundlock.contracts.reasons import ReasonCode  # noqa: PLC0415
-        from groundlock.core.packaging import failed_response  # noqa: PLC0415
-
-        asked = [line for line in window if line.response is None]
-        run_ids = [uuid4() for _ in asked]
+        run_ids = [uuid4() for _ in window]
         configs = [
             RunnableConfig(max_concurrency=self.concurrency, run_id=run_id, callbacks=[self.timer])
             for run_id in run_ids
         ]
-        written = self._write_ready(window, 0)
         answers = self.chain.batch_as_completed(
-            [line.bundle for line in asked], configs, return_exceptions=True
+            [line.bundle for line in window], configs, return_exceptions=True
         )
+        written = 0
         for index, outcome in answers:
-            line = asked[index]
+            line = window[index]
             seconds = self.timer.seconds.pop(run_ids[index], None)
             if seconds is not None:
                 self.latencies.add(seconds)
-            if isinstance(outcome, Exception):
-                # Stages fail closed, so this is a bug: the line fails, the run goes on, and
-                # only the exception's type is shown (its message may quote the evidence).
-                self._note(f"{self.path}:{line.number}: the chain raised {type(outcome).__name__}")
-                bundle = line.bundle
-                request_id = bundle.get("request_id") if isinstance(bundle, dict) else None
-                line.response = failed_response(
-                    request_id if isinstance(request_id, str) else None,
-                    ReasonCode.INTERNAL_ERROR,
-                    None,
-                )
-            else:
-                line.response = outcome
+            line.response = (
+                self._raised(line, outcome) if isinstance(outcome, Exception) else outcome
+            )
             written = self._write_ready(window, written)
         self._write_ready(window, written)
+
+    def _raised(self, line: _BatchLine, error: Exception) -> PublicResponse:
+        """The answer to a line the chain raised on: INTERNAL_ERROR, recorded if it can be.
+
+        Stages fail closed, so this is a bug: the line fails and the run goes on. Its
+        refusal is given to the chain once more, which records it (nothing of the line is
+        worked on again); only the exception's type is shown (its text may quote evidence).
+        """
+        from groundlock.contracts.reasons import ReasonCode  # noqa: PLC0415
+        from groundlock.core.intake import Rejection, salvage_identity  # noqa: PLC0415
+        from groundlock.core.packaging import failed_response  # noqa: PLC0415
+
+        kind = type(error).__name__
+        request_id, run_id = salvage_identity(line.bundle)
+        if request_id is None:
+            request_id, run_id = self.line_request_id(line.number), self.run_id
+        message = f"line {line.number}: the chain raised {kind}"
+        try:
+            again = self.chain.invoke(
+                Rejection(ReasonCode.INTERNAL_ERROR, message, request_id, run_id)
+            )
+        except Exception as second:  # noqa: BLE001  (the run goes on; the note says so)
+            self._note(
+                f"{self.path}:{line.number}: the chain raised {kind}, and {type(second).__name__}"
+                " when given the line's refusal: its FAILED answer has no record"
+            )
+            return failed_response(request_id, ReasonCode.INTERNAL_ERROR, None)
+        self._note(f"{self.path}:{line.number}: the chain raised {kind}")
+        return again
 
     def _write_ready(self, window: list[_BatchLine], written: int) -> int:
         """Write the answers from ``written`` on that have no unanswered line before them."""
@@ -375,7 +419,7 @@ class _Batch:
             else None
         )
         if console is not None:
-            console.print(_summary_table(rows, latency, total))
+            console.print(_summary_table(rows, latency, f"run {self.run_id}: {total}"))
             return
         out = sys.stderr
         for line in table_lines(["status", "failure_reason", "requests"], rows):
@@ -386,6 +430,8 @@ class _Batch:
                 f"max {latency[3]}  ({self.latencies.count} requests)\n"
             )
         out.write(f"total: {total}\n")
+        # The run names the records of lines with no request id of their own.
+        out.write(f"run: {self.run_id}\n")
 
 
 def _summary_table(rows: list[list[str]], latency: list[str] | None, total: str) -> Table:

@@ -16,6 +16,7 @@ import gc
 import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,11 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     ask.add_argument("--model", help="provider:model (default: the offline model)")
     ask.add_argument("--policy", help=_policy_help())
     ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
+    ask.add_argument(
+        "--run-id",
+        help="with --batch: the run's id, in the request id of a line that has none "
+        "(<run-id>:line-<n>); the same id again records no line twice (default: a fresh one)",
+    )
     store_option(ask, default=None)
     ask.set_defaults(handler=_ask)
 
@@ -120,6 +126,8 @@ def _exit_code(status: str) -> int:
 def _ask(args: argparse.Namespace) -> int:
     if args.batch is not None:
         return _ask_batch(args)
+    if args.run_id is not None:
+        raise UsageError("--run-id goes with --batch (a bundle carries its own run_id)")
     bundle = _read_json(args.bundle)
     response = _chain_for(args).invoke(bundle)
     if args.json:
@@ -151,6 +159,7 @@ def _ask_batch(args: argparse.Namespace) -> int:
 
     if not 1 <= args.concurrency <= 256:
         raise UsageError("--concurrency must be between 1 and 256")
+    args.run_id = _batch_run_id(args.run_id)
     try:
         source = args.batch.open("rb")
     except OSError as exc:
@@ -159,6 +168,32 @@ def _ask_batch(args: argparse.Namespace) -> int:
         chain = _chain_for(args)
         gc.freeze()  # the chain lives as long as the run: kept out of every full collection
         return answer_file(args, chain, source)
+
+
+_MAX_RUN_ID = 200
+"""Room left in a request id (256 characters) for ``:line-<n>``."""
+
+
+def _batch_run_id(given: str | None) -> str:
+    """The batch's run id: ``given`` if it is a valid id, else a fresh ``batch-<12 hex>``."""
+    from pydantic import TypeAdapter  # noqa: PLC0415
+
+    from groundlock.contracts._fields import Identifier  # noqa: PLC0415
+
+    if given is None:
+        return f"batch-{uuid.uuid4().hex[:12]}"
+    try:
+        TypeAdapter(Identifier).validate_python(given)
+    except ValidationError:
+        valid = False
+    else:
+        valid = len(given) <= _MAX_RUN_ID
+    if not valid:
+        raise UsageError(
+            f"--run-id must be 1 to {_MAX_RUN_ID} characters on one line, with no space at "
+            "either end and no '[', ']', '|', '<', '>', tab, control or invisible character"
+        )
+    return given
 
 
 def _validate(args: argparse.Namespace) -> int:

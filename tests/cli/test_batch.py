@@ -154,17 +154,26 @@ def test_a_bad_line_fails_alone_never_reaches_the_model_and_is_noted(
         {"request_id": "schema"},  # JSON the chain refuses (no model call either)
         make_bundle(request_id="c"),
     ]
-    code, out, err = _run(capsys, "ask", "--batch", _write_lines(tmp_path, lines), "--json")
+    path = _write_lines(tmp_path, lines)
+    code, out, err = _run(capsys, "ask", "--batch", path, "--json", "--run-id", "job")
     records = _records(out)
     assert code == 1
     assert tracker.calls == 3  # a, b and c: no model call for any line that failed a gate
     assert [r["line"] for r in records] == [1, 2, 3, 6, 7, 8]  # blank lines skipped, counted
-    assert [r["request_id"] for r in records] == ["a", None, "b", None, "schema", "c"]
+    # a line with no request id of its own is answered under its line's
+    assert [r["request_id"] for r in records] == [
+        "a",
+        "job:line-2",
+        "b",
+        "job:line-6",
+        "schema",
+        "c",
+    ]
     assert [r["status"] for r in records] == ["OK", "FAILED", "OK", "FAILED", "FAILED", "OK"]
     keys = ("line", "request_id", "status", "failure_reason", "failure_message")
     assert {key: records[1][key] for key in keys} == {
         "line": 2,
-        "request_id": None,
+        "request_id": "job:line-2",
         "status": "FAILED",
         "failure_reason": "INPUT_SCHEMA_INVALID",
         "failure_message": "line 2: not JSON",
@@ -185,12 +194,12 @@ def test_without_json_each_request_is_one_compact_line(
         "[1, 2",
         REFUSAL_BUNDLE,
     ]
-    code, out, _ = _run(capsys, "ask", "--batch", _write_lines(tmp_path, lines))
+    code, out, _ = _run(capsys, "ask", "--batch", _write_lines(tmp_path, lines), "--run-id", "j")
     printed = out.splitlines()
     assert code == 1
     assert len(printed) == 3
     assert printed[0].startswith("line 1 a OK ")
-    assert printed[1] == "line 3 - FAILED INPUT_SCHEMA_INVALID: line 3: not JSON"
+    assert printed[1] == "line 3 j:line-3 FAILED INPUT_SCHEMA_INVALID: line 3: not JSON"
     assert printed[2] == "line 4 refused NO_EVIDENCE"
 
 
@@ -205,7 +214,8 @@ def test_the_summary_counts_every_status_and_reason(
         "nope",
         "",
     ]
-    code, out, err = _run(capsys, "ask", "--batch", _write_lines(tmp_path, lines), "--json")
+    path = _write_lines(tmp_path, lines)
+    code, out, err = _run(capsys, "ask", "--batch", path, "--json", "--run-id", "job")
     assert code == 1
     assert len(out.splitlines()) == 8
     assert _summary_rows(err) == {
@@ -213,11 +223,12 @@ def test_the_summary_counts_every_status_and_reason(
         ("NO_EVIDENCE", "-"): 2,
         ("OK", "-"): 4,
     }
-    # the chain answered 7 requests (the line that is not JSON never reached it)
+    # the chain answered all 8 (the line that is not JSON as its refusal, with no model)
     assert re.search(r"^latency \(s\): p50 [\d.]+  p90 [\d.]+  p99 [\d.]+  max [\d.]+  "
-                     r"\(7 requests\)$", err, re.MULTILINE)  # fmt: skip
+                     r"\(8 requests\)$", err, re.MULTILINE)  # fmt: skip
     assert re.search(r"^total: 8 requests in [\d.]+ s, [\d.]+ requests/s; "
                      r"blank lines skipped: 1$", err, re.MULTILINE)  # fmt: skip
+    assert re.search(r"^run: job$", err, re.MULTILINE)
 
 
 def test_only_ok_and_no_evidence_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -250,7 +261,7 @@ def test_no_progress_output_when_stderr_is_not_a_terminal(
     assert "━" not in err
     # stderr is the plain summary and nothing else
     assert err.splitlines()[0].split() == ["status", "failure_reason", "requests"]
-    assert len(err.splitlines()) == 4  # header, OK row, latency, total
+    assert len(err.splitlines()) == 5  # header, OK row, latency, total, run
 
 
 def test_a_progress_bar_and_a_table_when_stderr_is_a_terminal(
@@ -432,12 +443,12 @@ def test_a_bom_alone_is_blank_and_control_characters_stay_escaped(
     bad_key = make_bundle(request_id="ctl")
     bad_key["results"][0]["bogus\u2028key\rZ"] = 1
     path = _write_lines(tmp_path, [b"\xef\xbb\xbf", bad_key, b"\x0c"])
-    code, out, err = _run(capsys, "ask", "--batch", path)
+    code, out, err = _run(capsys, "ask", "--batch", path, "--run-id", "job")
     lines = out.splitlines()
     assert code == 1
     assert len(lines) == 2  # the BOM-only line is blank; the form feed is not JSON
     assert lines[0].startswith("line 2 ctl FAILED INPUT_SCHEMA_INVALID: results[0].bogus")
     assert "\\u2028key\\rZ" in lines[0]
     assert "\r" not in out
-    assert lines[1] == "line 3 - FAILED INPUT_SCHEMA_INVALID: line 3: not JSON"
+    assert lines[1] == "line 3 job:line-3 FAILED INPUT_SCHEMA_INVALID: line 3: not JSON"
     assert "blank lines skipped: 1" in err
