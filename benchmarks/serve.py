@@ -9,11 +9,20 @@ body of about the same size. Each is driven by N requests at each concurrency wi
 The bare endpoint is the floor of HTTP, JSON and uvicorn on this machine; the difference is
 the chain and LangServe. Figures come from one run; the machine is noisy.
 
-Then the abuse scenario: a third server (API keys on, the default :class:`ServeLimits`)
-answers 64 well-behaved clients alone, then again beside one abusive client that keeps
-``--abusers`` connections busy with maximal batches (16 bundles each) for the whole run.
-The well-behaved clients' p50 and p99 are printed for both runs, with the ratio of the
-p99s (target: at most 3x), and what the abuser got (served, 429, 503).
+Then the abuse scenarios: a third server (API keys on, the default :class:`ServeLimits`)
+answers 64 well-behaved clients alone, then again beside one abusive client, once per kind
+of abuse, for the whole run:
+
+* ``batches``: ``--abusers`` connections busy with maximal batches (16 bundles each);
+* ``string-batch``: ``--abusers`` connections sending ``{"inputs": "x" * 400}`` (a string
+  that LangServe once ran 400 times);
+* ``slow-bodies``: ``--slow`` connections (128 by default, the worker's in-flight slots) that
+  send their headers and a few bytes of a body, then nothing, reconnecting when cut;
+* ``slow-headers``: ``--slow`` connections that never finish their headers.
+
+For each, the well-behaved clients' p50 and p99 beside the abuser, the ratio of the p99s
+to their p99 alone (target: at most 3x), the slowest ``/health`` answer during the run
+(target: under 1 s; probed every 0.2 s) and what the abuser got.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -78,35 +88,104 @@ USER_KEY = "benchmark-user-key-0123456789"
 ABUSER_KEY = "benchmark-abuser-key-0123456"
 
 
-async def _abuse(url: str, connections: int, stop: asyncio.Event, outcomes: dict[int, int]) -> None:
+async def _abuse(url: str, connections: int, stop: asyncio.Event, outcomes: dict[str, int]) -> None:
     """Maximal batches on ``connections`` connections until ``stop``."""
     batch = {"inputs": [{**BUNDLE, "request_id": f"abuse-{i}"} for i in range(16)]}
+    await _posting(url, connections, stop, outcomes, batch)
+
+
+async def _string_batch(
+    url: str, connections: int, stop: asyncio.Event, outcomes: dict[str, int]
+) -> None:
+    """A string as a batch's inputs, on ``connections`` connections until ``stop``."""
+    await _posting(url, connections, stop, outcomes, {"inputs": "x" * 400})
+
+
+async def _posting(
+    url: str, connections: int, stop: asyncio.Event, outcomes: dict[str, int], body: object
+) -> None:
     limits = httpx.Limits(max_connections=connections)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
 
         async def loop() -> None:
             while not stop.is_set():
                 response = await client.post(
-                    "/answer/batch", json=batch, headers={"X-API-Key": ABUSER_KEY}
+                    "/answer/batch", json=body, headers={"X-API-Key": ABUSER_KEY}
                 )
-                outcomes[response.status_code] = outcomes.get(response.status_code, 0) + 1
+                code = f"HTTP {response.status_code}"
+                outcomes[code] = outcomes.get(code, 0) + 1
                 if response.status_code != 200:
                     await asyncio.sleep(0.05)  # (a refused abuser retries at once, nearly)
 
         await asyncio.gather(*(loop() for _ in range(connections)))
 
 
-async def _abused(url: str, requests: int, abusers: int) -> tuple[list[float], dict[int, int]]:
+async def _slow(
+    url: str, connections: int, stop: asyncio.Event, outcomes: dict[str, int], *, body: bool
+) -> None:
+    """``connections`` connections that stall in their body (or headers) until ``stop``."""
+    host, port = url.removeprefix("http://").split(":")
+    head = (
+        f"POST /answer/invoke HTTP/1.1\r\nHost: {host}\r\nX-API-Key: {ABUSER_KEY}\r\n"
+        'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"input": '
+    ).encode()
+    stalled = head if body else head[: head.index(b"X-API-Key")]
+
+    async def loop() -> None:
+        while not stop.is_set():
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(stalled)
+            await writer.drain()
+            reading = asyncio.ensure_future(reader.read())  # what the server says, at the cut
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if reading.done():
+                said = reading.result()
+                code = said.split(b" ", 2)[1].decode() if said.startswith(b"HTTP/") else ""
+                key = f"cut {code or '(closed)'}"
+                outcomes[key] = outcomes.get(key, 0) + 1
+            else:
+                reading.cancel()
+            writer.close()
+
+    await asyncio.gather(*(loop() for _ in range(connections)))
+
+
+async def _health(url: str, stop: asyncio.Event, slowest: list[float]) -> None:
+    """``/health`` every 0.2 s on a fresh connection; the slowest answer in ``slowest``."""
+    while not stop.is_set():
+        start = time.perf_counter()
+        try:
+            async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+                await client.get("/health")
+            slowest[0] = max(slowest[0], time.perf_counter() - start)
+        except httpx.TransportError:
+            slowest[0] = max(slowest[0], 10.0)
+        await asyncio.sleep(0.2)
+
+
+async def _abused(
+    url: str, requests: int, kind: str, connections: int
+) -> tuple[list[float], dict[str, int], float]:
     stop = asyncio.Event()
-    outcomes: dict[int, int] = {}
-    abuse = asyncio.create_task(_abuse(url, abusers, stop, outcomes))
+    outcomes: dict[str, int] = {}
+    slowest = [0.0]
+    abusers: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
+        "batches": lambda: _abuse(url, connections, stop, outcomes),
+        "string-batch": lambda: _string_batch(url, connections, stop, outcomes),
+        "slow-bodies": lambda: _slow(url, connections, stop, outcomes, body=True),
+        "slow-headers": lambda: _slow(url, connections, stop, outcomes, body=False),
+    }
+    abuse = asyncio.ensure_future(abusers[kind]())
+    health = asyncio.ensure_future(_health(url, stop, slowest))
     await asyncio.sleep(1.0)  # the abuser is at full strength before the clients start
     try:
         _, latencies = await _drive(url, requests, 64, key=USER_KEY)
     finally:
         stop.set()
-        await abuse
-    return latencies, outcomes
+        await asyncio.gather(abuse, health)
+    return latencies, outcomes, slowest[0]
 
 
 def _p99(latencies: list[float]) -> float:
@@ -114,30 +193,37 @@ def _p99(latencies: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def _abuse_scenario(requests: int, abusers: int) -> None:
+def _abuse_scenario(requests: int, abusers: int, slow: int) -> None:
     port = _port()
     url = f"http://127.0.0.1:{port}"
     keys = f"users:clerk:{USER_KEY},abuser:clerk:{ABUSER_KEY}"
     server = _start(
-        [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", str(port)],
+        [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", str(port),
+         "--read-timeout-seconds", "5"],
         url,
         environment={"GROUNDLOCK_API_KEYS": keys},
-    )
+    )  # fmt: skip
+    kinds = [("batches", abusers), ("string-batch", abusers), ("slow-bodies", slow),
+             ("slow-headers", slow)]  # fmt: skip
     try:
         _, alone = asyncio.run(_drive(url, requests, 64, key=USER_KEY))
-        beside, outcomes = asyncio.run(_abused(url, requests, abusers))
+        runs = [(kind, n, *asyncio.run(_abused(url, requests, kind, n))) for kind, n in kinds]
     finally:
         server.terminate()
         server.wait(30)
     print()
-    print(f"abuse: 64 clients, {requests} requests, beside {abusers} connections of maximal")
-    print("batches from one other client (ms)")
-    print("                      p50       p99")
-    print(f" alone           {statistics.median(alone):8.2f}  {_p99(alone):8.2f}")
-    print(f" beside abuser   {statistics.median(beside):8.2f}  {_p99(beside):8.2f}")
-    print(f" p99 ratio       {_p99(beside) / _p99(alone):8.2f}x  (target at most 3x)")
-    got = ", ".join(f"HTTP {code}: {count}" for code, count in sorted(outcomes.items()))
-    print(f" the abuser's batches: {got}")
+    print(f"abuse: 64 clients, {requests} requests, beside one other client (ms; read")
+    print("timeout 5 s; targets: p99 at most 3x alone, /health under 1 s)")
+    print(" abuser                     p50       p99   p99 ratio   slowest /health")
+    print(f" (alone)               {statistics.median(alone):8.2f}  {_p99(alone):8.2f}")
+    for kind, n, beside, outcomes, slowest in runs:
+        ratio = _p99(beside) / _p99(alone)
+        print(
+            f" {kind:<13} x{n:<4}  {statistics.median(beside):8.2f}  {_p99(beside):8.2f}"
+            f"   {ratio:7.2f}x   {slowest * 1e3:9.1f} ms"
+        )
+        got = ", ".join(f"{code}: {count}" for code, count in sorted(outcomes.items()))
+        print(f"   the abuser got {got or 'nothing back'}")
 
 
 async def _drive(
@@ -172,6 +258,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--abusers", type=int, default=8, help="the abuser's connections")
+    parser.add_argument("--slow", type=int, default=128, help="slow-client connections")
     args = parser.parse_args()
     groundlock_port, bare_port = _port(), _port()
     bare_file = Path(__file__).with_name("_bare_app.py")
@@ -206,7 +293,7 @@ def main() -> None:
             server.terminate()
             server.wait(30)
         bare_file.unlink(missing_ok=True)
-    _abuse_scenario(args.requests, args.abusers)
+    _abuse_scenario(args.requests, args.abusers, args.slow)
 
 
 if __name__ == "__main__":

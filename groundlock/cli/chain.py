@@ -85,9 +85,13 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         serve.add_argument(
             f"--{field.name.replace('_', '-')}",
             type=float if field.name.endswith("seconds") else int,
-            help=f"(default {field.default}; env GROUNDLOCK_{field.name.upper()})",
+            help=f"(default {field.default or _LEAST_DEADLINE}; "
+            f"env GROUNDLOCK_{field.name.upper()})",
         )
     serve.set_defaults(handler=_serve)
+
+
+_LEAST_DEADLINE = "the policy's model deadline plus a tenth, at least 120"
 
 
 def _read_json(path: Path | None) -> object:
@@ -270,6 +274,9 @@ def _read_answer(path: Path) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn  # noqa: PLC0415  (only this command needs the server)
 
+    from groundlock.errors import PolicyError  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY, load_policy  # noqa: PLC0415
+
     if not 1 <= args.port <= 65535 or args.workers < 1:
         raise UsageError("--port must be 1-65535 and --workers at least 1")
     # Each worker builds its app from the environment (uvicorn's factory), after the fork:
@@ -286,14 +293,20 @@ def _serve(args: argparse.Namespace) -> int:
         if value is not None and value != "":
             os.environ[name] = str(value)
     try:
-        ServeLimits.from_env()  # a bad limit is a usage error here, not in every worker
+        # A bad limit, or a deadline below the policy's model deadline, is a usage error
+        # here, not in every worker.
+        limits = ServeLimits.from_env()
+        limits.request_timeout(load_policy(args.policy or DEFAULT_POLICY))
         if args.store:  # and so is a store location no worker could open (nothing opened)
             delta_location(args.store)
-    except ValueError as exc:
+    except (ValueError, PolicyError) as exc:
         raise UsageError(str(exc)) from None
     # So is a model or policy that cannot be built: tried once here, without the store
     # (delta-rs must not start before the fork).
     _chain_for(argparse.Namespace(model=args.model, policy=args.policy, store=None))
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    workers = f"{args.workers} worker{'s' * (args.workers > 1)}"
+    sys.stderr.write(f"groundlock serve: http://{host}:{args.port}/answer ({workers})\n")
     uvicorn.run(
         "groundlock.serve.app:app_from_env",
         factory=True,
@@ -301,5 +314,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         log_level="warning",
+        # Headers under the read timeout (uvicorn has no such limit of its own).
+        http="groundlock.serve.protocol:HeaderTimedH11Protocol",
     )
     return 0

@@ -135,6 +135,13 @@ class ReasonCode(StrEnum):
     AUDIT_WRITE_FAILED = "AUDIT_WRITE_FAILED"
     """The request's audit rows could not be made durable; the answer is withheld."""
 
+    # Serving: work the server abandoned (``groundlock serve``), recorded all the same.
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    """The request ran past the server's deadline (the client got 504); its work was
+    cancelled. A request the model was still answering may have been paid for."""
+    CLIENT_DISCONNECTED = "CLIENT_DISCONNECTED"
+    """The client went away before the answer; the server cancelled the request's work."""
+
     # Any stage.
     INTERNAL_ERROR = "INTERNAL_ERROR"
     """A bug inside a stage; it was logged with its traceback and the request failed closed."""

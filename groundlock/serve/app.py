@@ -38,33 +38,48 @@ nothing else a client could use to look inside or steer it (``reliability-notes`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import hmac
 import json
 import os
 import uuid
+from asyncio import FIRST_COMPLETED
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableSequence,
+    RunnableSerializable,
+)
 from langchain_core.runnables.config import ensure_config, get_config_list
 from langserve import add_routes
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
 from groundlock.contracts._fields import Identifier
+from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.response import PublicResponse
+from groundlock.contracts.state import Judged
 from groundlock.core.intake import raw_limit_problem
+from groundlock.core.skipped import advanced, failed_state
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import InputLimits, Policy
+from groundlock.runnables.record import RecordValidation
 from groundlock.serve.limits import ServeLimits
+from groundlock.stores.keys import RERUN_SEPARATOR
 
 __all__ = [
     "ANSWER_PATH",
@@ -110,12 +125,14 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI app serving ``chain`` at ``/answer`` (see the module docstring).
 
-    ``policy`` supplies the row, chunk and question limits checked before the chain runs;
+    ``policy`` supplies the row, chunk and question limits checked before the chain runs,
+    and the least request deadline (a ``limits`` deadline below it is a ValueError);
     ``api_keys`` defaults to ``GROUNDLOCK_API_KEYS`` (none: no authentication), ``limits``
     to :meth:`ServeLimits.from_env`.
     """
     serve_limits = ServeLimits.from_env() if limits is None else limits
-    input_limits = (load_policy(policy) if isinstance(policy, str) else policy).input_limits
+    loaded = load_policy(policy) if isinstance(policy, str) else policy
+    request_timeout = serve_limits.request_timeout(loaded)  # (ValueError: below the least)
     keys = dict(requesters_from_env() if api_keys is None else api_keys)
     app = FastAPI(
         title="groundlock", docs_url=None, redoc_url=None, openapi_url=None,
@@ -142,7 +159,11 @@ def create_app(
     # answers a bad bundle itself.
     add_routes(
         app,
-        _Identified(chain=chain, batch_concurrency=serve_limits.batch_concurrency),
+        _Identified(
+            chain=chain,
+            batch_concurrency=serve_limits.batch_concurrency,
+            recorder=_recorder(chain),
+        ),
         path=ANSWER_PATH,
         input_type=Any,
         output_type=PublicResponse,
@@ -152,7 +173,12 @@ def create_app(
         enable_feedback_endpoint=False,
         enable_public_trace_link_endpoint=False,
     )
-    app.add_middleware(_Gate, keys=keys, limits=input_limits, serve=serve_limits)
+    _without_banner(app)
+    _one_error_shape(app)
+    app.add_middleware(
+        _Gate, keys=keys, limits=loaded.input_limits, serve=serve_limits,
+        request_timeout=request_timeout,
+    )  # fmt: skip
     return app
 
 
@@ -161,21 +187,31 @@ _REQUESTER: ContextVar[Requester | None] = ContextVar("groundlock_requester", de
 
 
 class _Identified(RunnableSerializable[Any, PublicResponse]):
-    """The served chain, told who asked in every run's metadata.
+    """The served chain, told who asked in every run's metadata, and recorded if abandoned.
 
     The requester travels in a context variable the gate sets, not through LangServe's
     ``per_req_config_modifier``: LangServe's batch route filters each config by
     ``config_keys`` again after the modifier, and ``config_keys=[]`` then dropped the
     requester, so batched requests reached the audit trail (and a retrieval front's access
     control) anonymous. Whatever metadata a client sent was already dropped.
+
+    **Abandoned work is recorded.** The gate cancels a request that runs past its deadline
+    or whose client went away, to free its slot at once (letting it finish would let
+    abandoned work pile up past the deadline that bounds it). A cancelled request that had
+    not reached the audit stage is recorded here, FAILED with the gate's reason
+    (``DEADLINE_EXCEEDED``, ``CLIENT_DISCONNECTED``), through the chain's own audit stage,
+    so its key gets exactly one record. One that had reached it is recorded by the stage:
+    the write runs on a thread the cancellation does not stop.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     chain: Runnable[Any, PublicResponse]
     batch_concurrency: int = 2
+    recorder: RecordValidation | None = None
+    """The chain's audit stage (None: the chain keeps no trail)."""
 
-    def _told(self, config: RunnableConfig | None) -> RunnableConfig:
+    def _told(self, config: RunnableConfig | None, watch: _AuditWatch) -> RunnableConfig:
         config = ensure_config(config)
         requester = _REQUESTER.get()
         metadata = {
@@ -183,19 +219,37 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
             "requester_id": requester.requester_id if requester else None,
             "requester_role": requester.role if requester else None,
         }
-        return {**config, "metadata": metadata}
+        callbacks = config.get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager):
+            callbacks = callbacks.copy()
+            callbacks.add_handler(watch, inherit=True)
+        else:
+            callbacks = [*(callbacks or ()), watch]
+        return {**config, "metadata": metadata, "callbacks": callbacks}
 
     @override
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
-        return self.chain.invoke(_owned(input), self._told(config))
+        return self.chain.invoke(_owned(input), self._told(config, self._watch()))
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
-        return await self.chain.ainvoke(_owned(input), self._told(config))
+        return await self._request(input, config, None)
+
+    async def _request(
+        self, item: object, config: RunnableConfig | None, gate: asyncio.Semaphore | None
+    ) -> PublicResponse:
+        """One request, recorded as abandoned if cancelled before its audit stage."""
+        owned, watch = _owned(item), self._watch()
+        try:
+            async with gate or contextlib.nullcontext():
+                return await self.chain.ainvoke(owned, self._told(config, watch))
+        except asyncio.CancelledError:
+            self._abandoned(owned, watch)
+            raise
 
     @override
     async def abatch(
@@ -206,11 +260,79 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[PublicResponse]:
-        configs = [self._told(c) for c in get_config_list(config, len(inputs))]
-        for each in configs:
-            each["max_concurrency"] = self.batch_concurrency
-        owned = [_owned(item) for item in inputs]
-        return await self.chain.abatch(owned, configs, return_exceptions=return_exceptions)
+        """Each input as its own request, ``batch_concurrency`` at a time.
+
+        Not ``chain.abatch``: a sequence batches stage by stage, so no item is answered, or
+        recorded, before every item's model call is done, and a batch cut by the deadline
+        loses the answers it already paid for. Here an item is a whole request: it is
+        recorded as soon as it is done, and a cut leaves only the unfinished ones to record
+        as abandoned. (A cancelled ``abatch`` also leaves coroutines it never awaited.)
+        """
+        gate = asyncio.Semaphore(self.batch_concurrency)
+        given = get_config_list(config, len(inputs))
+        tasks = [
+            asyncio.ensure_future(self._request(item, each, gate))
+            for item, each in zip(inputs, given, strict=True)
+        ]
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=return_exceptions)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            # Each cancelled item records itself; wait for that before the 504 goes out.
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return cast("list[PublicResponse]", results)
+
+    def _watch(self) -> _AuditWatch:
+        return _AuditWatch(self.recorder.get_name() if self.recorder else None)
+
+    def _abandoned(self, item: object, watch: _AuditWatch) -> None:
+        """Record a cancelled request whose audit stage had not started (see the class)."""
+        fate = _FATE.get()
+        if self.recorder is None or fate is None or fate.reason is None or watch.recording:
+            return
+        policy = self.recorder.policy
+        message = _ABANDONED_MESSAGES[fate.reason]
+        state = advanced(failed_state(item, policy, fate.reason, message), Judged, policy)
+        # Synchronous, inside the cancelled task: the row is durable before the 504 goes.
+        self.recorder.invoke(state, self._told(None, _AuditWatch(None)))
+
+
+@dataclass(slots=True)
+class _Fate:
+    """Why the gate cancelled a request's work (set just before it cancels)."""
+
+    reason: ReasonCode | None = None
+
+
+_FATE: ContextVar[_Fate | None] = ContextVar("groundlock_fate", default=None)
+
+_ABANDONED_MESSAGES = {
+    ReasonCode.DEADLINE_EXCEEDED: "serving: the request ran past the server's deadline",
+    ReasonCode.CLIENT_DISCONNECTED: "serving: the client went away before the answer",
+}
+
+
+class _AuditWatch(BaseCallbackHandler):
+    """Notes whether one request's run reached the audit stage (a LangChain callback)."""
+
+    run_inline = True  # called in the event loop as the stage starts, not on a thread
+
+    def __init__(self, stage_name: str | None) -> None:
+        self.stage_name = stage_name
+        self.recording = False
+
+    @override
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, **kwargs: Any) -> None:
+        if self.stage_name is not None and kwargs.get("name") == self.stage_name:
+            self.recording = True
+
+
+def _recorder(chain: Runnable[Any, Any]) -> RecordValidation | None:
+    """The audit stage of a served chain (a sequence holding one), or None."""
+    steps = chain.steps if isinstance(chain, RunnableSequence) else [chain]
+    return next((step for step in steps if isinstance(step, RecordValidation)), None)
 
 
 _IDENTIFIER = TypeAdapter(Identifier)
@@ -244,8 +366,13 @@ def _owned(payload: object) -> object:
     return {**payload, "run_id": scoped}
 
 
-def _error(status: int, code: str, message: str, *, retry_after: int | None = None) -> JSONResponse:
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+def _error(
+    status: int, code: str, message: str, *, retry_after: int | None = None, close: bool = False
+) -> JSONResponse:
+    """The one error shape of every route: ``{"error": {"code": ..., "message": ...}}``."""
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    if close:
+        headers["Connection"] = "close"
     return JSONResponse(
         {"error": {"code": code, "message": message}}, status_code=status, headers=headers
     )
@@ -261,8 +388,10 @@ class _Gate:
         keys: Mapping[str, Requester],
         limits: InputLimits,
         serve: ServeLimits,
+        request_timeout: float,
     ) -> None:
         self.app = app
+        self.request_timeout = request_timeout
         self.keys = keys
         self.limits = limits
         self.serve = serve
@@ -282,6 +411,14 @@ class _Gate:
 
     async def _gated(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._unauthorized(scope)
+        body = b""
+        if refusal is None:
+            # The body first, under the read timeout and before any slot is taken: a client
+            # that sends headers and never finishes its body costs a connection for the read
+            # timeout, and never an in-flight slot.
+            refusal, body = await self._read_body(scope, receive)
+        if refusal is None and scope["method"] == "POST":
+            refusal = self._payload_refusal(body, scope["path"])
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -291,7 +428,7 @@ class _Gate:
             await refusal(scope, receive, send)
             return
         try:
-            await self._admitted(scope, receive, send)
+            await self._admitted(scope, body, receive, send)
         finally:
             self.in_flight -= 1
             self.per_client[client] -= 1
@@ -319,13 +456,13 @@ class _Gate:
         self.per_client[client] = self.per_client.get(client, 0) + 1
         return None
 
-    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] == "POST":
-            refusal, body = await self._read_body(scope, receive)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-            receive = _replay(body, receive)
+    async def _admitted(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """Run the request under its deadline; a client that goes away cancels it.
+
+        Either way the work is cancelled, and the served chain records it as abandoned
+        (:meth:`_Identified.ainvoke`), so its slot is free at once and the trail still holds
+        one record per request the store saw.
+        """
         started = False
 
         async def tracked(message: Message) -> None:
@@ -333,14 +470,32 @@ class _Gate:
             started = True
             await send(message)
 
+        gone = asyncio.Event()
+        fate = _Fate()
+        token = _FATE.set(fate)  # (the work's task copies the context: it sees this fate)
         try:
-            async with asyncio.timeout(self.serve.request_timeout_seconds):
-                await self.app(scope, receive, tracked)
-        except TimeoutError:
-            if not started:
-                limit = self.serve.request_timeout_seconds
-                text = f"the request took longer than {limit:g} s"
-                await _error(504, "DEADLINE_EXCEEDED", text)(scope, receive, send)
+            work = asyncio.ensure_future(self.app(scope, _replay(body, gone), tracked))
+        finally:
+            _FATE.reset(token)
+        watch = asyncio.ensure_future(_watch_disconnect(receive, gone))
+        try:
+            done, _ = await asyncio.wait(
+                {work, watch}, timeout=self.request_timeout, return_when=FIRST_COMPLETED
+            )
+        finally:
+            watch.cancel()
+        if work in done:
+            work.result()
+            return
+        fate.reason = (
+            ReasonCode.CLIENT_DISCONNECTED if gone.is_set() else ReasonCode.DEADLINE_EXCEEDED
+        )
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        if not (started or gone.is_set()):
+            text = f"the request took longer than {self.request_timeout:g} s"
+            await _error(504, "DEADLINE_EXCEEDED", text)(scope, receive, send)
 
     def _unauthorized(self, scope: Scope) -> JSONResponse | None:
         if not self.keys:
@@ -355,46 +510,57 @@ class _Gate:
         return None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[JSONResponse | None, bytes]:
-        """The whole body, or the response refusing it (size, JSON, limits)."""
+        """The whole body, or the response refusing it (its time or its size)."""
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             return _too_large(self.max_body_bytes), b""
         body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return _error(400, "DISCONNECTED", "the client went away"), b""
-            body.extend(message.get("body", b""))
-            if len(body) > self.max_body_bytes:
-                return _too_large(self.max_body_bytes), b""
-            more = message.get("more_body", False)
         try:
-            payload = json.loads(bytes(body), parse_constant=_not_json)
+            async with asyncio.timeout(self.serve.read_timeout_seconds):
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return _error(400, "DISCONNECTED", "the client went away"), b""
+                    body.extend(message.get("body", b""))
+                    if len(body) > self.max_body_bytes:
+                        return _too_large(self.max_body_bytes), b""
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            limit = self.serve.read_timeout_seconds
+            text = f"the request body did not arrive within {limit:g} s"
+            return _error(408, "REQUEST_TIMEOUT", text, close=True), b""
+        return None, bytes(body)
+
+    def _payload_refusal(self, body: bytes, path: str) -> JSONResponse | None:
+        """The response refusing a POST body (JSON, shape, size, limits), or None."""
+        try:
+            payload = json.loads(body, parse_constant=_not_json)
         except (ValueError, RecursionError):
             payload = None
         if not isinstance(payload, dict):
             # Answered here: LangServe fails with a 500 on bytes that are not UTF-8, and on a
             # NaN or Infinity it would echo in its 422.
             text = "the request body must be a JSON object (standard JSON, UTF-8)"
-            return _error(422, "INVALID_JSON", text), b""
-        return self._payload_problem(payload, scope["path"]), bytes(body)
-
-    def _payload_problem(self, payload: dict[str, Any], path: str) -> JSONResponse | None:
-        """A batch too large to run at all (413), or an input over the policy's limits."""
-        if path.endswith("/batch"):
-            problem = self._batch_problem(payload.get("inputs"))
+            return _error(422, "INVALID_JSON", text)
+        route = _ROUTES.get(path)
+        if route is None:
+            return None  # no route of ours: FastAPI answers 404 or 405
+        inputs = payload.get("inputs")
+        if route == "batch" and isinstance(inputs, list):
+            problem = self._batch_problem(inputs)  # first: a huge list is not walked
             if problem:
                 return _error(413, "BATCH_TOO_LARGE", problem)
+        problem = _shape_problem(payload, route)
+        if problem:
+            return _error(422, "INVALID_REQUEST", problem)
         problem = self._limit_problem(payload, path)
         if problem:
             return _error(422, "INPUT_LIMIT_EXCEEDED", problem)
         return None
 
-    def _batch_problem(self, inputs: object) -> str | None:
-        """Why a batch is too large to run at all (checked before anything else)."""
-        if not isinstance(inputs, list):
-            return None
+    def _batch_problem(self, inputs: list[Any]) -> str | None:
+        """Why a batch is too large to run at all (checked before its shape)."""
         if len(inputs) > self.serve.max_batch_items:
             return f"a batch holds at most {self.serve.max_batch_items} inputs, not {len(inputs)}"
         rows = sum(
@@ -424,18 +590,91 @@ class _Gate:
         return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that hands the app the body already read, then the client's events."""
+def _replay(body: bytes, gone: asyncio.Event) -> Receive:
+    """The app's ``receive``: the body already read, then a disconnect once the client goes.
+
+    The gate's watcher owns the client's ``receive`` from here on (two readers of one
+    channel would steal each other's messages); it sets ``gone``.
+    """
     sent = False
 
     async def replay() -> Message:
         nonlocal sent
         if sent:
-            return await receive()  # after the body: wait for a disconnect, as usual
+            await gone.wait()
+            return {"type": "http.disconnect"}
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
+
+
+async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client disconnects (the body is in: nothing else arrives)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
+_ROUTES = {f"{ANSWER_PATH}/invoke": "invoke", f"{ANSWER_PATH}/batch": "batch"}
+_BODY_KEYS = {"invoke": ("input", {"input", "config", "kwargs"}),
+              "batch": ("inputs", {"inputs", "config", "kwargs"})}  # fmt: skip
+
+
+def _shape_problem(payload: dict[str, Any], route: str) -> str | None:
+    """What is wrong with the shape of a route's body, naming the field (never its value).
+
+    LangServe runs whatever it is given: a string of ``inputs`` once per character, an
+    object once per key; a null or a number failed inside it with a 500. So the shape is
+    checked here, before any work: ``input`` one JSON object, ``inputs`` an array of them,
+    ``config`` an object (a batch: or an array of one per input), ``kwargs`` an object, no
+    other key; and a client ``run_id`` without the re-execution separator, which is the
+    store's to write (:mod:`groundlock.stores.keys`).
+    """
+    field, allowed = _BODY_KEYS[route]
+    if not payload.keys() <= allowed:  # (its name is the client's text: not quoted)
+        return f"the body has a field other than {', '.join(sorted(allowed))}"
+    if field not in payload:
+        return f"the body needs {field!r}"
+    items = payload[field] if route == "batch" else [payload[field]]
+    if not isinstance(items, list):
+        return f"{field!r} must be a JSON array of objects, not {_kind(items)}"
+    return _items_problem(items, field if route == "invoke" else None) or _options_problem(
+        payload, len(items) if route == "batch" else None
+    )
+
+
+def _items_problem(items: list[Any], single: str | None) -> str | None:
+    """The first input that is no object, or that carries a run id the store reserves."""
+    for index, item in enumerate(items):
+        where = single or f"inputs[{index}]"
+        if not isinstance(item, dict):
+            return f"{where} must be a JSON object, not {_kind(item)}"
+        run_id = item.get("run_id")
+        if isinstance(run_id, str) and RERUN_SEPARATOR in run_id:
+            return f"{where}.run_id may not contain {RERUN_SEPARATOR!r} (kept for re-executions)"
+    return None
+
+
+def _options_problem(payload: dict[str, Any], batch_size: int | None) -> str | None:
+    """A ``config`` or ``kwargs`` of the wrong shape (``batch_size``: None for invoke)."""
+    config = payload.get("config", {})
+    if batch_size is not None and isinstance(config, list):
+        if len(config) != batch_size or not all(isinstance(c, dict) for c in config):
+            return "'config' must be an object, or an array of one object per input"
+    elif not isinstance(config, dict):
+        return "'config' must be a JSON object"
+    if not isinstance(payload.get("kwargs", {}), dict):
+        return "'kwargs' must be a JSON object"
+    return None
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, for a message that must not quote the value."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "an array", dict: "an object"}.get(type(value), "a value")  # fmt: skip
 
 
 def _not_json(constant: str) -> object:
@@ -444,6 +683,45 @@ def _not_json(constant: str) -> object:
 
 def _too_large(limit: int) -> JSONResponse:
     return _error(413, "BODY_TOO_LARGE", f"the request body is larger than {limit} bytes")
+
+
+def _one_error_shape(app: FastAPI) -> None:
+    """Every error FastAPI or LangServe answers itself in the gate's shape, quoting nothing.
+
+    FastAPI's own 404, 405 and 422 bodies are ``{"detail": ...}``, and its 422 echoes the
+    request's values back; the gate answers what it can first, and these catch the rest.
+    """
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        code, message = _HTTP_ERRORS.get(status, (f"HTTP_{status}", "the request was refused"))
+        return _error(status, code, message)
+
+    async def invalid(request: Request, exc: Exception) -> JSONResponse:
+        return _error(422, "INVALID_REQUEST", "the request body does not fit the route")
+
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+
+
+_HTTP_ERRORS = {
+    404: ("NOT_FOUND", "no such route; the chain is served at /answer/invoke and /answer/batch"),
+    405: ("METHOD_NOT_ALLOWED", "this route does not take that method"),
+    422: ("INVALID_REQUEST", "the request body does not fit the route"),
+}
+
+
+def _without_banner(app: FastAPI) -> None:
+    """Drop LangServe's start-up banner.
+
+    It names ``docs_url`` (None here: ``See all available routes at None/``) and a
+    playground that is not served; ``groundlock serve`` logs the address it listens on.
+    """
+    app.router.on_startup[:] = [
+        handler
+        for handler in app.router.on_startup
+        if getattr(handler, "__module__", "") != "langserve.server"
+    ]
 
 
 def app_from_env() -> FastAPI:

@@ -60,6 +60,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     _, errors = server.communicate(timeout=60)
     assert "PanicException" not in errors
     assert "Traceback" not in errors
+    # The start-up log names where it listens (LangServe's banner said "None/").
+    assert f"groundlock serve: http://127.0.0.1:{port}/answer (2 workers)" in errors
+    assert "None/" not in errors
+    assert "LANGSERVE" not in errors
 
 
 def _client(url: str) -> RemoteRunnable:

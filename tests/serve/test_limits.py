@@ -17,11 +17,12 @@ import httpx
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from groundlock import grounded_answer_chain
+from groundlock import grounded_answer_chain, load_policy
 from groundlock.contracts.response import PublicResponse
 from groundlock.serve import Requester, ServeLimits, create_app
+from groundlock.serve.limits import least_request_timeout
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
-from tests.builders import make_bundle, make_row
+from tests.builders import make_bundle, make_row, policy_with
 
 KEYS = {
     "key-of-alice-0123456789": Requester("alice", "mechanic"),
@@ -30,6 +31,11 @@ KEYS = {
 ALICE = {"X-API-Key": "key-of-alice-0123456789"}
 BOB = {"X-API-Key": "key-of-bob-012345678901"}
 CHAIN = grounded_answer_chain()
+SHORT = policy_with(
+    policy_version="SHORT_DEADLINE_V1",
+    execution={**load_policy().execution.model_dump(), "request_deadline_seconds": 0.2,
+               "attempt_timeout_seconds": 0.2},
+)  # fmt: skip
 
 
 class Held:
@@ -152,14 +158,26 @@ async def test_a_request_past_its_deadline_gets_504() -> None:
         await asyncio.sleep(30)
         return await CHAIN.ainvoke(bundle)
 
-    limits = ServeLimits(request_timeout_seconds=0.2)
-    app = create_app(RunnableLambda(_sync, afunc=slow), api_keys={}, limits=limits)
+    limits = ServeLimits(request_timeout_seconds=least_request_timeout(SHORT))
+    app = create_app(RunnableLambda(_sync, afunc=slow), policy=SHORT, api_keys={}, limits=limits)
     async for client in _client(app):
         response = await client.post("/answer/invoke", json={"input": make_bundle()})
         assert response.status_code == 504
         assert response.json()["error"]["code"] == "DEADLINE_EXCEEDED"
         # The slot is back: a fast request passes the same gate.
         assert (await client.get("/health")).status_code == 200
+
+
+def test_a_deadline_below_the_policys_model_deadline_is_refused() -> None:
+    # Below the model's own deadline the server would cut, as 504s, requests the policy
+    # lets finish with an audited MODEL_DEADLINE_EXCEEDED. None is the policy's least.
+    least = least_request_timeout(load_policy())
+    assert least == pytest.approx(99.0)  # 90 s for the model, a tenth as margin
+    with pytest.raises(ValueError, match="at least 99 s"):
+        create_app(CHAIN, limits=ServeLimits(request_timeout_seconds=98.0))
+    assert ServeLimits().request_timeout(load_policy()) == 120.0
+    judged = load_policy("R2_POLICY_V2_JUDGED")
+    assert ServeLimits().request_timeout(judged) == least_request_timeout(judged) > 150
 
 
 def test_limits_come_from_the_environment_and_must_be_positive() -> None:

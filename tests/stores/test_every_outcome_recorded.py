@@ -583,6 +583,14 @@ NOT_A_REQUEST_OUTCOME: dict[ReasonCode, str] = {
         "the store itself failing: no row can be written, so there is nothing to count "
         "(test_a_store_that_cannot_write_fails_the_request_and_leaves_no_row checks it)"
     ),
+    ReasonCode.DEADLINE_EXCEEDED: (
+        "the server abandoning a request, not the chain ending one: recorded by the served "
+        "app (tests/serve/test_hostile.py, test_a_request_cut_by_the_deadline_is_recorded_once)"
+    ),
+    ReasonCode.CLIENT_DISCONNECTED: (
+        "the server abandoning a request whose client went away (tests/serve/test_hostile.py, "
+        "test_a_client_that_goes_away_frees_its_slot_and_is_recorded)"
+    ),
 }
 
 

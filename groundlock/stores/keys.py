@@ -1,0 +1,100 @@
+"""The audit trail's key rule, as pure functions (no Delta, no I/O).
+
+A keyed table holds one record per ``(request_id, run_id)``: the first row of a key is its
+record, and a later row of the same key with the same outcome is the same execution again
+(a retry, a flush that ran twice) and is not written. A later row with *another* outcome is
+a re-execution: kept under the derived run id ``<run_id>~<n>``, ``n`` = 1, 2, ... the next
+number its key's family does not hold yet, assigned by the writer at commit time.
+
+Why a sequence and not a hash: the derived id must be something the client cannot choose.
+An earlier form, ``<run_id>~<the outcome hash's first 16 hex digits>``, was computable by the
+client, so a client could plant that key first with another outcome, and the store then took
+a later answer's row for a duplicate and dropped it: an answer delivered with no record.
+Here a row is dropped only when its own outcome is already recorded in its key's family, so
+no planted row can hide a new outcome; the next free number is taken whatever a client
+planted. Rows written by that earlier form are still read as re-executions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol, TypeVar
+
+__all__ = ["RERUN_SEPARATOR", "KeyedRow", "new_rows", "rerun_of"]
+
+RERUN_SEPARATOR = "~"
+"""Between a run id and its re-execution number. Served client run ids may not hold it."""
+
+_LEGACY_SUFFIX = 16
+
+
+class KeyedRow(Protocol):
+    """What the key rule reads of a row."""
+
+    def key(self) -> tuple[str, str] | None:
+        """``(request_id, run_id)``, or None for a row with no key."""
+
+    def outcome(self) -> tuple[object, ...]:
+        """What the caller received, as the row records it."""
+
+
+RowT = TypeVar("RowT", bound=KeyedRow)
+
+
+def rerun_of(run_id: str, outcome_hash: object = None) -> str | None:
+    """The run id that ``run_id`` re-executes, or None if it is no derived run id.
+
+    ``<run>~<n>`` (n a number from 1, no leading zero) is one; so is the earlier form
+    ``<run>~<the first 16 hex digits of the row's own outcome hash>`` (``outcome_hash``).
+    """
+    head, separator, tail = run_id.rpartition(RERUN_SEPARATOR)
+    if not separator:
+        return None
+    if tail.isascii() and tail.isdigit() and tail[0] != "0":
+        return head
+    legacy = str(outcome_hash or "")[:_LEGACY_SUFFIX] or "0" * _LEGACY_SUFFIX
+    return head if tail == legacy else None
+
+
+def _number(run_id: str, base: str) -> int | None:
+    tail = run_id[len(base) + 1 :]
+    return int(tail) if tail.isascii() and tail.isdigit() and tail[0] != "0" else None
+
+
+def new_rows(
+    rows: Iterable[RowT],
+    present: Mapping[tuple[str, str], tuple[object, ...]],
+    rerun: Callable[[RowT, str], RowT],
+) -> list[tuple[RowT, bool]]:
+    """The rows of ``rows`` a table holding ``present`` does not hold yet, in order.
+
+    ``present`` maps each key the table holds, for every request id among ``rows`` (all its
+    run ids, derived ones included), to that key's outcome. A row whose outcome its key's
+    family (the key and its derived keys) already records is left out; one with a new
+    outcome is kept, under ``rerun(row, derived_run_id)`` if its key is taken. Each kept
+    row comes with whether it is such a re-execution. Unkeyed rows are always kept.
+    """
+    families: dict[tuple[str, str], dict[str, tuple[object, ...]]] = {}
+    for (request_id, run_id), outcome in present.items():
+        base = rerun_of(run_id, outcome[0] if outcome else None)
+        families.setdefault((request_id, run_id if base is None else base), {})[run_id] = outcome
+    kept: list[tuple[RowT, bool]] = []
+    for row in rows:
+        key = row.key()
+        if key is None:
+            kept.append((row, False))
+            continue
+        family = families.setdefault(key, {})
+        outcome = row.outcome()
+        if outcome in family.values():
+            continue  # this execution is recorded already
+        request_id, run_id = key
+        if run_id not in family:
+            family[run_id] = outcome
+            kept.append((row, False))
+            continue
+        numbers = (_number(other, run_id) for other in family if other != run_id)
+        derived = f"{run_id}{RERUN_SEPARATOR}{max(filter(None, numbers), default=0) + 1}"
+        family[derived] = outcome
+        kept.append((rerun(row, derived), True))
+    return kept

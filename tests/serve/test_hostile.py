@@ -1,0 +1,386 @@
+"""Hostile clients over real HTTP (issue 27, items 1-6): body shapes, slow clients, the
+deadline and disconnects, planted re-execution keys, one error shape.
+
+Each test runs the real app under a real uvicorn (in a thread of the test process, with the
+protocol ``groundlock serve`` uses), a real Delta store, and, where a test needs a slow
+model, the real ``ChatOpenAI`` against the local fake OpenAI server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from langchain_openai import ChatOpenAI
+
+from groundlock import grounded_answer_chain, load_policy
+from groundlock.serve import Requester, ServeLimits, create_app
+from groundlock.serve.limits import least_request_timeout
+from groundlock.serve.protocol import HeaderTimedH11Protocol
+from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from tests.builders import make_bundle, make_row, policy_with
+from tests.fakes.openai_server import FakeOpenAI, Slow
+
+ATTACKER_KEY = "key-of-the-attacker-0123"
+GOOD_KEY = "key-of-a-good-client-0123"
+KEYS = {
+    ATTACKER_KEY: Requester("mallory", "mechanic"),
+    GOOD_KEY: Requester("alice", "mechanic"),
+}
+ATTACKER = {"X-API-Key": ATTACKER_KEY}
+GOOD = {"X-API-Key": GOOD_KEY}
+CANARY = f"CANARY-{uuid.uuid4().hex}"
+READ_TIMEOUT = 1.0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _short_reads() -> Iterator[None]:
+    # The header timeout is read from the environment per connection, as in a worker.
+    saved = os.environ.get("GROUNDLOCK_READ_TIMEOUT_SECONDS")
+    os.environ["GROUNDLOCK_READ_TIMEOUT_SECONDS"] = str(READ_TIMEOUT)
+    yield
+    if saved is None:
+        del os.environ["GROUNDLOCK_READ_TIMEOUT_SECONDS"]
+    else:
+        os.environ["GROUNDLOCK_READ_TIMEOUT_SECONDS"] = saved
+
+
+class Served:
+    """An app under a real uvicorn on a loopback port, in a thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.port = _free_port()
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning",
+            http=HeaderTimedH11Protocol, timeout_keep_alive=5,
+        )  # fmt: skip
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+def _limits(**values: Any) -> ServeLimits:
+    return ServeLimits(read_timeout_seconds=READ_TIMEOUT, **values)
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, DeltaAuditStore]]:
+    store = DeltaAuditStore(tmp_path_factory.mktemp("hostile") / "audit")
+    chain = grounded_answer_chain(store=store)
+    app = create_app(chain, api_keys=KEYS, limits=_limits(max_in_flight=4))
+    with Served(app) as served:
+        yield served, store
+
+
+def _rows(store: DeltaAuditStore, row_type: type[Any] = ValidationRow) -> list[Any]:
+    store.flush()  # (the server's own store object: its spool is committed now)
+    try:
+        return list(store.select(row_type))
+    except Exception:  # noqa: BLE001  (no table yet: no rows)
+        return []
+
+
+MALFORMED = [
+    ("/answer/batch", {"inputs": "x" * 400}),
+    ("/answer/batch", {"inputs": {f"k{i}": make_bundle() for i in range(5)}}),
+    ("/answer/batch", {"inputs": None}),
+    ("/answer/batch", {"inputs": 5}),
+    ("/answer/batch", {"inputs": [make_bundle(), "x"]}),
+    ("/answer/batch", {"inputs": [make_bundle()], "config": None}),
+    ("/answer/batch", {"inputs": [make_bundle()], "config": [{}, {}]}),
+    ("/answer/batch", {}),
+    ("/answer/invoke", {"input": "x" * 40}),
+    ("/answer/invoke", {"input": None}),
+    ("/answer/invoke", {"input": [make_bundle()]}),
+    ("/answer/invoke", {"input": make_bundle(), "config": "x"}),
+    ("/answer/invoke", {"input": make_bundle(), "kwargs": []}),
+    ("/answer/invoke", {"input": make_bundle(), CANARY: 1}),
+    ("/answer/invoke", {"inputs": [make_bundle()]}),
+    ("/answer/invoke", {"input": make_bundle(run_id="run-1~1")}),
+    ("/answer/batch", {"inputs": [make_bundle(run_id=f"x~{'0' * 16}")]}),
+]
+
+
+def test_a_body_of_the_wrong_shape_is_422_before_any_work(
+    offline: tuple[Served, DeltaAuditStore],
+) -> None:
+    # Item 1 and 2: a string of inputs ran once per character (400 outputs, 400 rows), an
+    # object once per key; null and a number were 500s that broke the connection.
+    served, store = offline
+    before = len(_rows(store))
+    with httpx.Client(base_url=served.url, headers=GOOD, timeout=10) as client:
+        for route, body in MALFORMED:
+            response = client.post(route, content=json.dumps(body).encode())
+            assert response.status_code == 422, (route, str(body)[:80], response.text)
+            error = response.json()["error"]
+            assert error["code"] == "INVALID_REQUEST"
+            assert CANARY not in response.text
+            assert "x" * 40 not in response.text
+        # The same keep-alive connection still answers (no 500 broke it).
+        answer = client.post("/answer/invoke", json={"input": make_bundle(request_id="after")})
+        assert answer.json()["output"]["status"] == "OK"
+    assert len(_rows(store)) == before + 1  # the malformed bodies wrote nothing
+
+
+def test_every_error_has_one_shape_and_echoes_nothing(
+    offline: tuple[Served, DeltaAuditStore],
+) -> None:
+    # Item 6: FastAPI's own 404, 405 and 422 bodies were {"detail": ...}, its 422 echoing.
+    served, _ = offline
+    with httpx.Client(base_url=served.url, headers=GOOD, timeout=10) as client:
+        answers = [
+            client.get("/nowhere"),
+            client.post("/nowhere", json={"input": CANARY}),
+            client.get("/answer/invoke"),
+            client.post("/answer/invoke", content=b"[1, 2]"),
+            client.post("/answer/invoke", content=CANARY.encode()),
+            client.post("/answer/invoke", json={"input": make_bundle()}, headers={"X-API-Key": ""}),
+            client.post("/answer/batch", json={"inputs": [{"q": CANARY}] * 17}),
+        ]
+    assert [a.status_code for a in answers] == [404, 404, 405, 422, 422, 401, 413]
+    for answer in answers:
+        assert set(answer.json()) == {"error"}, answer.text
+        assert set(answer.json()["error"]) == {"code", "message"}
+        assert CANARY not in answer.text
+
+
+def _slow_body(port: int, path: str = "/answer/invoke") -> socket.socket:
+    """A connection that sends its headers and a few bytes of a 2,000-byte body, then waits."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"X-API-Key: {ATTACKER_KEY}\r\nContent-Length: 2000\r\n\r\n"
+    )
+    connection.sendall(head.encode() + b'{"input": ')
+    return connection
+
+
+def _closed_within(connection: socket.socket, seconds: float) -> bytes:
+    """What the server sent before closing ``connection``; fails if it stays open."""
+    connection.settimeout(seconds)
+    received = b""
+    try:
+        while chunk := connection.recv(65536):
+            received += chunk
+    except TimeoutError:
+        pytest.fail(f"the server kept the connection open past {seconds} s: {received[:200]!r}")
+    finally:
+        connection.close()
+    return received
+
+
+def test_slow_bodies_hold_no_slot_and_are_cut_at_the_read_timeout(
+    offline: tuple[Served, DeltaAuditStore],
+) -> None:
+    # Item 3: the slot was taken before the body was read, with no deadline on reading it:
+    # 128 unfinished bodies made every other client get 503. Here four slots, twelve.
+    served, _ = offline
+    slow = [_slow_body(served.port) for _ in range(12)]
+    time.sleep(0.2)
+    with httpx.Client(base_url=served.url, headers=GOOD, timeout=10) as client:
+        for i in range(6):
+            answer = client.post("/answer/invoke", json={"input": make_bundle(request_id=f"g{i}")})
+            assert answer.status_code == 200, answer.text
+    started = time.monotonic()
+    for connection in slow:
+        received = _closed_within(connection, READ_TIMEOUT + 5)
+        assert received.startswith(b"HTTP/1.1 408"), received[:100]
+        assert b"REQUEST_TIMEOUT" in received
+    assert time.monotonic() - started < READ_TIMEOUT + 5
+
+
+def test_slow_headers_are_cut_at_the_read_timeout(offline: tuple[Served, DeltaAuditStore]) -> None:
+    # The same class one step earlier: uvicorn bounds no request's headers, so a client
+    # that never finishes them (or never sends a byte) kept its connection forever.
+    served, _ = offline
+    partial = socket.create_connection(("127.0.0.1", served.port))
+    partial.sendall(b"POST /answer/invoke HTTP/1.1\r\nHost: x\r\n")
+    silent = socket.create_connection(("127.0.0.1", served.port))
+    trickle = socket.create_connection(("127.0.0.1", served.port))
+    trickle.sendall(b"POST /answer/invoke HTTP/1.1\r\n")
+    started = time.monotonic()
+    cut = False
+    while not cut and time.monotonic() - started < READ_TIMEOUT + 5:
+        try:  # a header line every quarter second: cut all the same
+            trickle.sendall(b"X-More: 1\r\n")
+        except OSError:
+            cut = True
+        time.sleep(0.25)
+    assert cut
+    assert READ_TIMEOUT * 0.8 < time.monotonic() - started < READ_TIMEOUT + 5
+    trickle.close()
+    for connection in (partial, silent):
+        _closed_within(connection, READ_TIMEOUT + 5)
+    # A keep-alive client between requests is not cut by it: the next request is served.
+    with httpx.Client(base_url=served.url, headers=GOOD, timeout=10) as client:
+        for i in range(2):
+            answer = client.post("/answer/invoke", json={"input": make_bundle(request_id=f"k{i}")})
+            assert answer.status_code == 200
+            time.sleep(READ_TIMEOUT + 0.3)
+
+
+# -- the deadline and disconnects: a slow model behind the real OpenAI client ---------------
+
+SHORT = policy_with(
+    policy_version="SHORT_SERVE_V1",
+    execution={**load_policy().execution.model_dump(), "max_attempts": 1,
+               "request_deadline_seconds": 2.0, "attempt_timeout_seconds": 2.0},
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def slow_model(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Served, DeltaAuditStore, FakeOpenAI]]:
+    store = DeltaAuditStore(tmp_path_factory.mktemp("deadline") / "audit")
+    with FakeOpenAI() as openai:
+        model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=openai.url)  # type: ignore[arg-type]
+        chain = grounded_answer_chain(model=model, policy=SHORT, store=store)
+        limits = _limits(
+            request_timeout_seconds=least_request_timeout(SHORT), batch_concurrency=1,
+            max_in_flight=2,
+        )  # fmt: skip
+        app = create_app(chain, policy=SHORT, api_keys=KEYS, limits=limits)
+        with Served(app) as served:
+            yield served, store, openai
+
+
+def _bundle(request_id: str) -> dict[str, Any]:
+    text = "The seal is replaced every 500 hours."
+    return make_bundle([make_row(0, chunk_text=text, similarity=0.9)], request_id=request_id)
+
+
+def _recorded(
+    store: DeltaAuditStore, ids: set[str], row_type: type[Any] = ValidationRow
+) -> list[Any]:
+    deadline = time.monotonic() + 20
+    while True:
+        rows = [r for r in _rows(store, row_type) if r.request_id in ids]
+        if {r.request_id for r in rows} >= ids or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.2)
+
+
+def test_a_request_cut_by_the_deadline_is_recorded_once(
+    slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
+) -> None:
+    # Item 4: a 504 left no record though the model was called. The deadline (3 s, the
+    # least under a 2 s model deadline) cuts a batch of four 1.8 s answers run one at a
+    # time: the first is answered and recorded as such; the one the model was answering
+    # and the two not started are recorded FAILED DEADLINE_EXCEEDED. Four requests, four
+    # records, two model calls.
+    served, store, openai = slow_model
+    openai.script(*[Slow(1.8)] * 4)
+    calls = len(openai.requests)
+    ids = [f"cut-{i}" for i in range(4)]
+    started = time.monotonic()
+    response = httpx.post(
+        f"{served.url}/answer/batch", json={"inputs": [_bundle(i) for i in ids]},
+        headers=GOOD, timeout=30,
+    )  # fmt: skip
+    assert response.status_code == 504
+    assert response.json()["error"]["code"] == "DEADLINE_EXCEEDED"
+    assert time.monotonic() - started < least_request_timeout(SHORT) + 1.5
+    assert len(openai.requests) - calls == 2  # paid for, and recorded below
+    rows = _recorded(store, set(ids))
+    assert sorted(r.request_id for r in rows) == ids  # exactly one record each
+    by_id = {r.request_id: (r.status, r.failure_reason) for r in rows}
+    assert by_id.pop("cut-0") == ("OK", None)
+    assert set(by_id.values()) == {("FAILED", "DEADLINE_EXCEEDED")}
+    queries = _recorded(store, set(ids), QueryRow)
+    assert sorted(q.request_id for q in queries) == ids
+    assert {q.requester_id for q in queries} == {"alice"}
+    # The slots are back at once (the cut work was cancelled, not left running).
+    openai.script()
+    again = httpx.post(
+        f"{served.url}/answer/invoke", json={"input": _bundle("after-cut")}, headers=GOOD,
+        timeout=30,
+    )  # fmt: skip
+    assert again.json()["output"]["status"] == "OK"
+
+
+def test_a_client_that_goes_away_frees_its_slot_and_is_recorded(
+    slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
+) -> None:
+    # "Release the slot on disconnect": two slots, two clients that go away while the
+    # model is slow; the next request is admitted at once, and the two are recorded.
+    served, store, openai = slow_model
+    openai.script(Slow(1.9), Slow(1.9))
+    gone = []
+    for i in range(2):
+        body = json.dumps({"input": _bundle(f"gone-{i}")}).encode()
+        connection = socket.create_connection(("127.0.0.1", served.port))
+        connection.sendall(
+            b"POST /answer/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"X-API-Key: {GOOD_KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        gone.append(connection)
+    time.sleep(0.5)  # both in flight, each waiting for the model
+    for connection in gone:
+        connection.close()
+    time.sleep(0.3)
+    answer = httpx.post(
+        f"{served.url}/answer/invoke", json={"input": _bundle("beside")}, headers=GOOD,
+        timeout=30,
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    rows = _recorded(store, {"gone-0", "gone-1"})
+    assert sorted((r.request_id, r.failure_reason) for r in rows) == [
+        ("gone-0", "CLIENT_DISCONNECTED"),
+        ("gone-1", "CLIENT_DISCONNECTED"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--request-timeout-seconds", "5"], "request_timeout_seconds must be at least 99 s"),
+        (["--read-timeout-seconds", "0"], "read_timeout_seconds must be positive"),
+        (["--request-timeout-seconds", "1e30"], "request_timeout_seconds must be positive"),
+    ],
+)
+def test_a_deadline_the_policy_cannot_keep_is_refused_at_start(flags: list[str], says: str) -> None:
+    # Item 4's second half: a serving deadline below the model's own would cut, as 504s,
+    # requests the policy lets end in their own audited outcome. Refused before any worker.
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", "1", *flags],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
