@@ -9,6 +9,12 @@ tags (so under an access policy no one sees it, which is the safe default for an
 file). A PDF has no front matter: its metadata is a YAML file beside it, named after it
 (``manual.pdf.yaml``), with the same keys; that file's bytes enter the document's hash.
 
+Reading is bounded, because the files are not ours: a document's text is at most
+``max_bytes`` (:data:`MAX_DOCUMENT_BYTES` by default), front matter at most
+:data:`MAX_FRONT_MATTER_BYTES`, nested at most :data:`MAX_FRONT_MATTER_DEPTH` deep and
+without YAML anchors or aliases (a 1 kB alias bomb expands to gigabytes), and the chunker
+is linear in the text. Every refusal is a :class:`DocumentRefused` naming the file.
+
 The document hash covers the file's bytes and the chunking settings, so re-indexing skips
 an unchanged document and re-chunks one whose settings changed.
 """
@@ -28,8 +34,12 @@ import yaml  # type: ignore[import-untyped]
 
 __all__ = [
     "CITATION_KEYS",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_FRONT_MATTER_BYTES",
+    "MAX_FRONT_MATTER_DEPTH",
     "SUFFIXES",
     "Chunk",
+    "DocumentRefused",
     "SourceDocument",
     "chunk_document",
     "discover",
@@ -52,8 +62,68 @@ CITATION_KEYS = frozenset(
 SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
 """What :func:`discover` picks up in a folder."""
 
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""Default ceiling on one document's text (UTF-8 bytes; a PDF's extracted text): 16 MiB.
+
+A whole technical manual is a few MB of text; a larger file is more likely a dump or a
+mistake, and its chunks and vectors would sit in memory at once while it is indexed.
+"""
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+"""Ceiling on a front-matter block or a PDF's metadata file: real ones are under 1 kB."""
+MAX_FRONT_MATTER_DEPTH = 16
+"""Deepest nesting of lists and mappings front matter may have (tags are flat or lists)."""
+
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class DocumentRefused(ValueError):  # noqa: N818  (reads as the verdict it reports)
+    """A document the indexer will not index, and why: the message names the file first.
+
+    ``str(error)`` is one line, ``<file>: <field>: <problem>`` (or ``<file>: <problem>``):
+    what the command line prints, and what ``index_documents(skip_invalid=True)`` reports.
+    """
+
+    def __init__(self, source_file: str, problem: str, field: str | None = None) -> None:
+        self.source_file = source_file
+        """The document's path under the indexed folder (or a PDF's metadata file)."""
+        self.field = field
+        """The front-matter key or row field at fault, when there is one."""
+        self.problem = problem
+        where = f"{source_file}: {field}" if field else source_file
+        super().__init__(" ".join(f"{where}: {problem}".split()))
+
+
+class _FrontMatterLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML is untyped
+    """YAML's safe loader without anchors or aliases, and with a nesting limit.
+
+    An alias is a reference: nine lists of nine aliases each are a few hundred bytes that
+    expand to 9**9 strings when the value is copied or printed. Front matter has no use for
+    references, so the first anchor or alias is an error; the depth limit keeps the
+    composer's recursion far from Python's stack limit.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401  (PyYAML nodes)
+        """A node as YAML composes it, refusing references and deep nesting first."""
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases are not allowed", event.start_mark
+            )
+        if self._depth >= MAX_FRONT_MATTER_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_FRONT_MATTER_DEPTH}", event.start_mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 @dataclass(frozen=True)
@@ -103,52 +173,92 @@ def discover(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
 
 
-def _pdf_pages(path: Path) -> tuple[tuple[int | None, str], ...]:
+def _pdf_pages(path: Path, relative: str, max_bytes: int) -> tuple[tuple[int | None, str], ...]:
     try:  # the optional extra groundlock[pdf]; imported by name, it may well be absent
         pypdf: Any = importlib.import_module("pypdf")
     except ImportError:
-        raise ValueError(
-            f"{path.name}: reading PDF needs pypdf (pip install 'groundlock[pdf]')"
+        raise DocumentRefused(
+            relative, "reading PDF needs pypdf (pip install 'groundlock[pdf]')"
         ) from None
+    pages: list[tuple[int | None, str]] = []
+    size = 0
     try:
         reader = pypdf.PdfReader(path)
-        return tuple(
-            (number, page.extract_text() or "") for number, page in enumerate(reader.pages, 1)
-        )
+        for number, page in enumerate(reader.pages, 1):
+            text = page.extract_text() or ""
+            size += len(text.encode("utf-8", "replace"))
+            if size > max_bytes:
+                break
+            pages.append((number, text))
     except Exception as exc:  # noqa: BLE001  (pypdf raises many kinds on a damaged file)
-        raise ValueError(f"{path.name}: not a readable PDF ({type(exc).__name__})") from None
+        raise DocumentRefused(relative, f"not a readable PDF ({type(exc).__name__})") from None
+    for page_number, text in pages:
+        if _SURROGATE.search(text):  # a chunk of it could be neither hashed nor stored
+            raise DocumentRefused(relative, f"page {page_number}: text that is not valid Unicode")
+    if size > max_bytes:
+        raise DocumentRefused(relative, _too_large("its text", max_bytes))
+    return tuple(pages)
+
+
+def _too_large(what: str, limit: int) -> str:
+    return f"{what} is larger than the limit of {limit:,} bytes"
 
 
 def _front_matter(source: str, relative: str) -> dict[str, Any]:
     """The YAML mapping ``source`` holds, its null values dropped."""
+    if len(source) > MAX_FRONT_MATTER_BYTES or (
+        len(source.encode("utf-8", "surrogatepass")) > MAX_FRONT_MATTER_BYTES
+    ):
+        raise DocumentRefused(relative, _too_large("the front matter", MAX_FRONT_MATTER_BYTES))
     try:
-        loaded = yaml.safe_load(source)
+        loaded = yaml.load(source, Loader=_FrontMatterLoader)  # noqa: S506  (a safe loader)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ValueError(f"{relative}: the front matter is not valid YAML ({problem})") from None
+        mark = getattr(exc, "problem_mark", None)
+        line = f", front-matter line {mark.line + 1}" if mark is not None else ""
+        raise DocumentRefused(
+            relative, f"the front matter is not valid YAML ({problem}{line})"
+        ) from None
+    except (ValueError, OverflowError) as exc:  # a date out of range, a 5,000-digit number
+        raise DocumentRefused(
+            relative, f"the front matter holds a value YAML cannot read ({exc})"
+        ) from None
+    except RecursionError:
+        raise DocumentRefused(relative, "the front matter is nested too deeply") from None
     if not isinstance(loaded, dict):
-        # A fault of the caller's file, reported as every input fault here is.
-        raise ValueError(f"{relative}: the front matter is not a mapping")  # noqa: TRY004
+        raise DocumentRefused(relative, "the front matter is not a mapping")
     return {str(k): v for k, v in loaded.items() if v is not None}
 
 
-def read_document(path: Path, root: Path, *, settings: str = "") -> SourceDocument:
+def read_document(
+    path: Path,
+    root: Path,
+    *,
+    settings: str = "",
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+) -> SourceDocument:
     """``path`` read, its front matter split off; ``document_id`` is its path under ``root``.
 
     ``settings`` (the chunker's parameters) enters the hash, so changing them re-indexes.
+
+    Raises:
+        DocumentRefused: text larger than ``max_bytes``, not UTF-8, front matter that is
+            too large, too deep, not YAML or not a mapping, or a PDF that cannot be read.
     """
-    raw = path.read_bytes()
     relative = path.name if root.is_file() else path.relative_to(root).as_posix()
     meta: dict[str, Any] = {}
     if path.suffix.lower() == ".pdf":
+        raw = path.read_bytes()
         sidecar = path.with_name(path.name + ".yaml")
         if sidecar.is_file():
-            side = sidecar.read_bytes()
+            side = _bounded(sidecar, f"{relative}.yaml", MAX_FRONT_MATTER_BYTES, "the file")
             raw += b"\0" + side
-            meta = _front_matter(side.decode("utf-8"), f"{relative}.yaml")
-        pages = _pdf_pages(path)
+            meta = _front_matter(_utf8(side, f"{relative}.yaml"), f"{relative}.yaml")
+        pages = _pdf_pages(path, relative, max_bytes)
     else:
-        text = raw.decode("utf-8")
+        raw = _bounded(path, relative, max_bytes, "the file")
+        # utf-8-sig: an editor's byte order mark must not hide the front matter behind it.
+        text = _utf8(raw, relative)
         found = _FRONT_MATTER.match(text)
         if found:
             meta = _front_matter(found.group(1), relative)
@@ -158,6 +268,25 @@ def read_document(path: Path, root: Path, *, settings: str = "") -> SourceDocume
     tags = {k: _tag(v) for k, v in meta.items() if k not in CITATION_KEYS}
     described = {k: v for k, v in meta.items() if k in CITATION_KEYS}
     return SourceDocument(relative, relative, pages, described, tags, digest)
+
+
+def _bounded(path: Path, relative: str, limit: int, what: str) -> bytes:
+    """The file's bytes, refused before reading when it is larger than ``limit``."""
+    if path.stat().st_size > limit:
+        raise DocumentRefused(relative, _too_large(what, limit))
+    raw = path.read_bytes()
+    if len(raw) > limit:  # it grew since stat
+        raise DocumentRefused(relative, _too_large(what, limit))
+    return raw
+
+
+def _utf8(raw: bytes, relative: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentRefused(
+            relative, f"not UTF-8 text (an invalid byte at offset {exc.start:,})"
+        ) from None
 
 
 def _pieces(text: str, max_chars: int) -> Iterator[str]:
