@@ -2,7 +2,10 @@
 
 ``groundlock index SOURCE --index PATH`` chunks and embeds the documents under ``SOURCE``
 (offline, with the lexical embedding) into the Delta tables at ``PATH``; a re-run writes
-only what changed. ``groundlock ask "question" --index PATH`` answers a plain question from
+only what changed. Every row is checked against the policy ``ask --index`` will answer
+under (``--policy``, chosen as below): a document R2 would refuse is refused (exit 1, one
+line naming the file and the field), or with ``--skip-invalid`` left out and reported.
+``groundlock ask "question" --index PATH`` answers a plain question from
 such an index: R1 (a :class:`~groundlock.RetrievalFront` over a
 :class:`~groundlock.lakehouse.DeltaVectorStore`) in front of the usual chain.
 
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundlock.cli._shared import Parser, UsageError
+from groundlock.lakehouse import LEXICAL_POLICY
+from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
     from groundlock.runnables.retrieve import RetrievalFront
 
 __all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask", "index_front"]
+
+_MIB = 1024 * 1024
 
 LEXICAL_GATE_CEILING = 0.5
 """A top-similarity gate above this refuses nearly every answer from a lexical index: the
@@ -59,6 +66,27 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     index.add_argument(
         "--max-chars", type=int, default=1200, help="longest chunk, in characters (default 1200)"
+    )
+    index.add_argument(
+        "--max-document-mb",
+        type=int,
+        default=MAX_DOCUMENT_BYTES // _MIB,
+        metavar="MIB",
+        help=f"refuse a document whose text is larger (default {MAX_DOCUMENT_BYTES // _MIB})",
+    )
+    index.add_argument(
+        "--policy",
+        help=f"check every row against this policy (default {LEXICAL_POLICY}, what ask uses)",
+    )
+    index.add_argument(
+        "--knowledge-type",
+        metavar="TYPE",
+        help="knowledge_type of a document that names none (default: the policy's first)",
+    )
+    index.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="leave out (and report) a document the policy would refuse, instead of failing",
     )
     index.add_argument("--json", action="store_true", help="print the report as JSON")
     index.set_defaults(handler=_index)
@@ -94,24 +122,48 @@ def extend_ask(ask: argparse.ArgumentParser) -> None:
 
 def _index(args: argparse.Namespace) -> int:
     from groundlock.lakehouse import LexicalEmbeddings, index_documents  # noqa: PLC0415
+    from groundlock.lakehouse.indexer import embedding_name  # noqa: PLC0415
 
-    if args.dimensions < 1 or args.max_chars < 50:
-        raise UsageError("--dimensions must be at least 1 and --max-chars at least 50")
+    if args.dimensions < 1 or args.max_chars < 50 or args.max_document_mb < 1:
+        raise UsageError(
+            "--dimensions and --max-document-mb must be at least 1 and --max-chars at least 50"
+        )
     if not args.source.exists():
         raise UsageError(f"no such file or folder: {args.source}")
+    embedding = LexicalEmbeddings(args.dimensions)
+    policy = _policy_for(args.policy, embedding_name(embedding))
+    limit = policy.input_limits.max_chunk_chars
+    if args.max_chars > limit:
+        raise UsageError(f"--max-chars: policy {policy.policy_version} admits at most {limit}")
+    allowed = policy.allowed_knowledge_types
+    if args.knowledge_type is not None and args.knowledge_type not in allowed:
+        raise UsageError(
+            f"--knowledge-type {args.knowledge_type!r}: policy {policy.policy_version} admits "
+            f"{', '.join(allowed)}"
+        )
     report = index_documents(
         args.source,
         args.index,
-        LexicalEmbeddings(args.dimensions),
+        embedding,
         max_chars=args.max_chars,
+        policy=policy,
+        default_knowledge_type=args.knowledge_type,
+        skip_invalid=args.skip_invalid,
+        max_document_bytes=args.max_document_mb * _MIB,
     )
+    for _, why in report.skipped:
+        sys.stderr.write(f"groundlock: skipped {why}\n")
     if args.json:
         fields = {
             "index_version": report.index_version,
             "embedding_model": report.embedding_model,
+            "policy_version": report.policy_version,
             "documents": report.documents,
             "changed": list(report.changed),
             "removed": list(report.removed),
+            "skipped": [{"document": name, "reason": why} for name, why in report.skipped],
+            "untyped": list(report.untyped),
+            "default_knowledge_type": report.default_knowledge_type,
             "chunks_written": report.chunks_written,
             "chunks_version": report.chunks_version,
             "embeddings_version": report.embeddings_version,
@@ -125,12 +177,18 @@ def _index(args: argparse.Namespace) -> int:
         if report.wrote
         else "nothing changed, nothing written"
     )
+    skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
     sys.stdout.write(
-        f"{report.documents} documents: {what}\n"
+        f"{report.documents} documents{skipped}: {what}\n"
         f"index_version {report.index_version} ({report.embedding_model}); "
         f"Delta versions: chunks {report.chunks_version}, "
         f"embeddings {report.embeddings_version}\n"
     )
+    if report.untyped:
+        sys.stdout.write(
+            f"{len(report.untyped)} document(s) name no knowledge_type: indexed as "
+            f"{report.default_knowledge_type} (choose with --knowledge-type)\n"
+        )
     return 0
 
 

@@ -3,7 +3,9 @@
 :func:`index_documents` chunks Markdown, text and (with the ``pdf`` extra) PDF files,
 embeds them with any LangChain ``Embeddings`` (by default the offline
 :class:`LexicalEmbeddings`) and writes a chunks table and an embeddings table, incrementally
-by content hash. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over them, so
+by content hash. It refuses (:class:`DocumentRefused`, naming the file) a document it cannot
+read within its limits, and one whose rows R2 would refuse under the policy the index is
+answered under. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over them, so
 ``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` answers from the
 index like from any other store. :func:`run_eval` closes the loop: it answers a gold set
 through a chain, scores it deterministically and logs the scores to a Delta table
@@ -13,6 +15,7 @@ A room at the level of :mod:`groundlock.stores`: it imports the core's contracts
 helpers, never the runnables or the command line.
 """
 
+from groundlock.lakehouse.chunking import DocumentRefused
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
 from groundlock.lakehouse.evaluation import (
     EvalItem,
@@ -24,7 +27,7 @@ from groundlock.lakehouse.evaluation import (
     set_review,
     summary,
 )
-from groundlock.lakehouse.indexer import IndexReport, index_documents
+from groundlock.lakehouse.indexer import LEXICAL_POLICY, IndexReport, index_documents
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.policies import Policy, load_policy
 
@@ -32,6 +35,7 @@ __all__ = [
     "LEXICAL_EMBEDDING_PREFIX",
     "LEXICAL_POLICY",
     "DeltaVectorStore",
+    "DocumentRefused",
     "EvalItem",
     "EvalRow",
     "IndexReport",
@@ -46,15 +50,6 @@ __all__ = [
     "set_review",
     "summary",
 ]
-
-LEXICAL_POLICY = "LEXICAL_POLICY_V1"
-"""The locked policy for an index embedded with :class:`LexicalEmbeddings`.
-
-``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
-calibrated per embedding, and the lexical embedding's cosines run lower than a neural
-model's. Meaningful only for this embedding, it is still a built-in policy: a request
-archived under it must be found again by name for ``groundlock replay``.
-"""
 
 
 def lexical_policy() -> Policy:

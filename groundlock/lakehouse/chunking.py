@@ -3,11 +3,14 @@
 A document may open with a YAML front-matter block (``---`` lines). Its citation keys
 (:data:`CITATION_KEYS`) become the chunks' citation metadata; every other key is an access
 tag (``business_unit``, ``sensitivity_level``, ...), which the retrieval front checks
-against the requesting principal. A document without front matter is still indexed: its
-``knowledge_id`` is its file stem, its ``knowledge_type`` ``DOCUMENT`` and it carries no
-tags (so under an access policy no one sees it, which is the safe default for an untagged
-file). A PDF has no front matter: its metadata is a YAML file beside it, named after it
-(``manual.pdf.yaml``), with the same keys; that file's bytes enter the document's hash.
+against the requesting principal. A key the indexer sets itself (:data:`RESERVED_KEYS`:
+``page``, ``document_id``, ``faiss_id``, ...) is refused: as a tag it would fill the row
+field of that name at answer time. A document without front matter is still indexed: its
+``knowledge_id`` is its file stem, its ``knowledge_type`` the indexer's default (see
+:func:`read_document`) and it carries no tags (so under an access policy no one sees it,
+which is the safe default for an untagged file). A PDF has no front matter: its metadata
+is a YAML file beside it, named after it (``manual.pdf.yaml``), with the same keys; that
+file's bytes enter the document's hash.
 
 Reading is bounded, because the files are not ours: a document's text is at most
 ``max_bytes`` (:data:`MAX_DOCUMENT_BYTES` by default), front matter at most
@@ -37,6 +40,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_FRONT_MATTER_BYTES",
     "MAX_FRONT_MATTER_DEPTH",
+    "RESERVED_KEYS",
     "SUFFIXES",
     "Chunk",
     "DocumentRefused",
@@ -58,6 +62,39 @@ CITATION_KEYS = frozenset(
     }
 )
 """Front-matter keys that describe the document; any other key is an access tag."""
+
+RESERVED_KEYS = frozenset(
+    {
+        # Row fields R2 reads (and ``similarity``, the alias of ``similarity_score``) ...
+        "chunk_id",
+        "rank",
+        "similarity",
+        "similarity_score",
+        "chunk_text",
+        "knowledge_type_effective",
+        "source_reference",
+        "faiss_id",
+        "document_id",
+        "source_file",
+        "page",
+        # ... and the other columns of the chunks and embeddings tables.
+        "content_sha256",
+        "document_sha256",
+        "access_tags",
+        "index_version",
+        "embedding",
+        "embedding_model",
+        "embedding_dim",
+        "indexed_ts",
+        "index_status",
+    }
+)
+"""Front-matter keys the indexer sets itself; a document that sets one is refused.
+
+An access tag lands in the retrieved document's metadata, where the retrieval front maps
+row fields by name: a ``page: 12`` or ``faiss_id: x`` tag became the row's page or vector
+id, and a value the row contract refuses failed every question that retrieved the chunk.
+"""
 
 SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
 """What :func:`discover` picks up in a folder."""
@@ -137,6 +174,8 @@ class SourceDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     access_tags: dict[str, str | list[str]] = field(default_factory=dict)
     content_sha256: str = ""
+    typed_by_default: bool = False
+    """Whether ``knowledge_type`` is the indexer's default (the document names none)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +244,7 @@ def _too_large(what: str, limit: int) -> str:
 
 
 def _front_matter(source: str, relative: str) -> dict[str, Any]:
-    """The YAML mapping ``source`` holds, its null values dropped."""
+    """The YAML mapping ``source`` holds, its null values dropped, reserved keys refused."""
     if len(source) > MAX_FRONT_MATTER_BYTES or (
         len(source.encode("utf-8", "surrogatepass")) > MAX_FRONT_MATTER_BYTES
     ):
@@ -227,7 +266,13 @@ def _front_matter(source: str, relative: str) -> dict[str, Any]:
         raise DocumentRefused(relative, "the front matter is nested too deeply") from None
     if not isinstance(loaded, dict):
         raise DocumentRefused(relative, "the front matter is not a mapping")
-    return {str(k): v for k, v in loaded.items() if v is not None}
+    meta = {str(k): v for k, v in loaded.items() if v is not None}
+    reserved = sorted(meta.keys() & RESERVED_KEYS)
+    if reserved:
+        raise DocumentRefused(
+            relative, "a reserved key: the indexer sets it itself", field=reserved[0]
+        )
+    return meta
 
 
 def read_document(
@@ -236,14 +281,18 @@ def read_document(
     *,
     settings: str = "",
     max_bytes: int = MAX_DOCUMENT_BYTES,
+    default_knowledge_type: str | None = None,
 ) -> SourceDocument:
     """``path`` read, its front matter split off; ``document_id`` is its path under ``root``.
 
     ``settings`` (the chunker's parameters) enters the hash, so changing them re-indexes.
+    A document without a ``knowledge_type`` gets ``default_knowledge_type``, which then
+    enters its hash too (a new default re-indexes exactly the documents that use it).
 
     Raises:
         DocumentRefused: text larger than ``max_bytes``, not UTF-8, front matter that is
-            too large, too deep, not YAML or not a mapping, or a PDF that cannot be read.
+            too large, too deep, not YAML, not a mapping or sets a reserved key, or a PDF
+            that cannot be read.
     """
     relative = path.name if root.is_file() else path.relative_to(root).as_posix()
     meta: dict[str, Any] = {}
@@ -264,10 +313,14 @@ def read_document(
             meta = _front_matter(found.group(1), relative)
             text = text[found.end() :]
         pages = ((None, text),)
+    by_default = meta.get("knowledge_type") in {None, ""} and default_knowledge_type is not None
+    if by_default:
+        meta["knowledge_type"] = default_knowledge_type
+        settings += f";default_knowledge_type={default_knowledge_type}"
     digest = hashlib.sha256(raw + b"\0" + settings.encode()).hexdigest()
     tags = {k: _tag(v) for k, v in meta.items() if k not in CITATION_KEYS}
     described = {k: v for k, v in meta.items() if k in CITATION_KEYS}
-    return SourceDocument(relative, relative, pages, described, tags, digest)
+    return SourceDocument(relative, relative, pages, described, tags, digest, by_default)
 
 
 def _bounded(path: Path, relative: str, limit: int, what: str) -> bytes:
@@ -332,6 +385,8 @@ def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[C
                     page=page,
                     citation_label=_text(meta.get("citation_label")),
                     knowledge_id=knowledge_id,
+                    # read_document gives an untyped document the indexer's default;
+                    # DOCUMENT (read without one) is admitted by no built-in policy.
                     knowledge_type=str(meta.get("knowledge_type") or "DOCUMENT"),
                     semantic_id=_text(meta.get("semantic_id")),
                     source_reference=f"{title}, {where}",

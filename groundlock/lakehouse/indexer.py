@@ -13,6 +13,16 @@ vector with the columns retrieval filters on. Three properties shape the write p
   drops a hit whose chunk hash disagrees with the vector's, so it is never mis-cited.
 * **One embedding per index.** Vectors of different models are not comparable; indexing
   with another model than the one recorded is refused (index into a new root instead).
+* **Only rows R2 admits.** Every chunk's row is checked at index time against the row
+  contract (:class:`~groundlock.contracts.retrieval.RetrievalRow`) and the policy the index
+  will be answered under (its ``allowed_knowledge_types`` and its citation grammar): one
+  bad row in a bundle fails the whole request, so a document R2 would refuse would fail
+  every question that retrieved it. Such a document is refused, naming the file and the
+  field; with ``skip_invalid`` it is left out of the index (its old rows removed) and
+  reported. Unchanged documents were checked when they were indexed; they are checked
+  again when the checks differ from those the last commit recorded (another policy, an
+  index written before the checks existed: every run, until one commits), or when the
+  grammar keys rows by an id that must be unique across the index (``[semantic_id]``).
 
 Documents no longer in the indexed folder are removed: the index mirrors the folder.
 """
@@ -29,9 +39,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from arro3.core import Array, DataType, Field, Schema, Table, fixed_size_list_array
+from pydantic import ValidationError
 
-from groundlock.lakehouse.chunking import Chunk, chunk_document, discover, read_document
-from groundlock.lakehouse.embeddings import LexicalEmbeddings
+from groundlock.citations.grammar import CitationGrammar
+from groundlock.contracts.retrieval import RetrievalRow
+from groundlock.core.access import row_payload
+from groundlock.lakehouse.chunking import (
+    MAX_DOCUMENT_BYTES,
+    Chunk,
+    DocumentRefused,
+    SourceDocument,
+    chunk_document,
+    discover,
+    read_document,
+)
+from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+from groundlock.policies import Policy, load_policy
+from groundlock.policies.loader import DEFAULT_POLICY
+from groundlock.policies.ruleset import load_ruleset
 from groundlock.stores.location import delta_location
 
 if TYPE_CHECKING:
@@ -39,9 +64,11 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 __all__ = [
+    "CHECKS_KEY",
     "CHUNKS",
     "EMBEDDINGS",
     "FILTER_COLUMNS",
+    "LEXICAL_POLICY",
     "IndexReport",
     "embedding_name",
     "index_documents",
@@ -49,10 +76,24 @@ __all__ = [
     "read_rows",
 ]
 
+LEXICAL_POLICY = "LEXICAL_POLICY_V1"
+"""The locked policy for an index embedded with :class:`LexicalEmbeddings`.
+
+``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
+calibrated per embedding, and the lexical embedding's cosines run lower than a neural
+model's. Meaningful only for this embedding, it is still a built-in policy: a request
+archived under it must be found again by name for ``groundlock replay``. Also the policy
+a lexical index's rows are checked against when no other is named.
+"""
+
 CHUNKS = "chunks"
 EMBEDDINGS = "embeddings"
 INDEX_VERSION_KEY = "groundlock.index_version"
 """Commit metadata key under which every index commit records the corpus's index version."""
+CHECKS_KEY = "groundlock.index_checks"
+"""Commit metadata key of the checks the indexed rows passed (see :func:`index_documents`)."""
+_CHECKS_VERSION = 1
+"""Raised when the checks change, so that every index is checked again once."""
 INDEXED = "INDEXED"
 
 FILTER_COLUMNS = (
@@ -106,6 +147,14 @@ class IndexReport:
     chunks_version: int | None
     embeddings_version: int | None
     """The tables' Delta versions after the run."""
+    policy_version: str = ""
+    """The policy whose rules every indexed row was checked against."""
+    default_knowledge_type: str = ""
+    """The knowledge type given to a document whose metadata names none."""
+    untyped: tuple[str, ...] = ()
+    """Documents indexed with :attr:`default_knowledge_type` (they name no type)."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(file, why) of every document left out (``skip_invalid``), sorted by file."""
 
     @property
     def wrote(self) -> bool:
@@ -195,18 +244,19 @@ def _embedding_table(
     return Table.from_arrays(list(columns.values()), names=list(columns))
 
 
-def _write(  # noqa: PLR0917  (private; every call site passes all six in one order)
+def _write(  # noqa: PLR0917  (private; every call site passes all seven in one order)
     uri: str,
     table: DeltaTable | None,
     data: Table | None,
     documents: Sequence[str],
     index_version: str,
     options: dict[str, str] | None,
+    recorded: dict[str, str],
 ) -> None:
     """Replace ``documents``' rows with ``data`` in one commit (or delete them, or create)."""
     from deltalake import CommitProperties, write_deltalake  # noqa: PLC0415
 
-    commit = CommitProperties(custom_metadata={INDEX_VERSION_KEY: index_version})
+    commit = CommitProperties(custom_metadata={INDEX_VERSION_KEY: index_version, **recorded})
     predicate = f"document_id IN ({', '.join(quote(d) for d in sorted(documents))})"
     if table is None:
         if data is not None and data.num_rows:
@@ -240,6 +290,10 @@ def index_documents(
     max_chars: int = 1200,
     batch_size: int = 256,
     storage_options: dict[str, str] | None = None,
+    policy: Policy | str | None = None,
+    default_knowledge_type: str | None = None,
+    skip_invalid: bool = False,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
 ) -> IndexReport:
     """Index the Markdown, text (and, with pypdf, PDF) files under ``source`` into ``index``.
 
@@ -247,6 +301,18 @@ def index_documents(
     unchanged); ``embedding`` any LangChain ``Embeddings``, by default the offline
     :class:`LexicalEmbeddings`. Only new or changed documents are chunked and embedded;
     documents gone from ``source`` are removed from the index.
+
+    Every row is checked against ``policy``, the policy the index will be answered under
+    (a name or a :class:`~groundlock.Policy`; by default what ``groundlock ask --index``
+    picks: ``LEXICAL_POLICY_V1`` for a lexical index, the library's default otherwise). A
+    document without a ``knowledge_type`` is indexed as ``default_knowledge_type`` (by
+    default the policy's first allowed type), so that it answers. A document larger than
+    ``max_document_bytes`` is refused.
+
+    Raises:
+        DocumentRefused: a document R2 would refuse, or one that cannot be read (unless
+            ``skip_invalid``: then it is left out and listed in the report's ``skipped``).
+        ValueError: settings the policy refuses, or an index of another embedding model.
     """
     started = time.perf_counter()
     embedding = embedding or LexicalEmbeddings()
@@ -254,11 +320,10 @@ def index_documents(
     root = Path(source)
     if not root.exists():
         raise ValueError(f"no such file or folder: {root}")
-    settings = f"max_chars={max_chars}"
-    documents = [read_document(path, root, settings=settings) for path in discover(root)]
-    ids = [d.document_id for d in documents]
-    if len(set(ids)) != len(ids):
-        raise ValueError("two documents share one document_id")
+    target = _target_policy(policy, model)
+    default_type = _default_type(target, default_knowledge_type)
+    _check_settings(target, max_chars, max_document_bytes)
+    documents, refused = _read_all(root, f"max_chars={max_chars}", max_document_bytes, default_type)
     chunks_uri, vectors_uri = _table_uri(index, CHUNKS), _table_uri(index, EMBEDDINGS)
     chunk_table = _open(chunks_uri, storage_options)
     vector_table = _open(vectors_uri, storage_options)
@@ -268,41 +333,268 @@ def index_documents(
             f"the index holds vectors of {', '.join(sorted(models))}, not {model}; vectors of "
             "different models cannot be compared: index into a new location"
         )
+    checks = _RowChecks(target)
+    recheck = _recorded_checks(vector_table) != checks.signature
+    stale = [d for d in documents if recheck or known.get(d.document_id) != d.content_sha256]
+    chunked, unfit = _check_all(stale, checks, max_chars)
+    if checks.keyed and len(stale) < len(documents):
+        # A grammar keyed by a unique id needs every row's id, the unchanged ones' too.
+        checks = _RowChecks(target)
+        chunked, unfit = _check_all(documents, checks, max_chars)
+    refused += unfit
+    if refused and not skip_invalid:
+        first = min(refused, key=lambda exc: exc.source_file)
+        more = f" (and {len(refused) - 1} more document(s) refused)" if len(refused) > 1 else ""
+        raise DocumentRefused(first.source_file, f"{first.problem}{more}", first.field)
+    refused_ids = {exc.source_file for exc in refused}
+    documents = [d for d in documents if d.document_id not in refused_ids]
     corpus = sorted((d.document_id, d.content_sha256) for d in documents)
     index_version = "lh-" + hashlib.sha256(repr((model, corpus)).encode()).hexdigest()[:16]
-    changed = [d for d in documents if known.get(d.document_id) != d.content_sha256]
-    removed = sorted(set(known) - set(ids))
-    chunks = [c for d in changed for c in chunk_document(d, max_chars=max_chars)]
+    # A document without text has no rows, so the index cannot record it: it is changed
+    # only when it had rows to remove (it used to count as changed on every run).
+    changed = [
+        d
+        for d in documents
+        if known.get(d.document_id) != d.content_sha256
+        and (chunked[d.document_id] or d.document_id in known)
+    ]
+    removed = sorted(set(known) - {d.document_id for d in documents})
+    chunks = [c for d in changed for c in chunked[d.document_id]]
     if changed or removed:
         vectors = _embed(embedding, [c.chunk_text for c in chunks], batch_size)
         touched = [d.document_id for d in changed] + removed
         data = _chunk_table(chunks, index_version) if chunks else None
         embedded = _embedding_table(chunks, vectors, model, index_version) if chunks else None
+        recorded = {CHECKS_KEY: checks.signature}
         # Chunks first, then vectors: a vector is never visible before its chunk row.
-        _write(chunks_uri, chunk_table, data, touched, index_version, storage_options)
-        _write(vectors_uri, vector_table, embedded, touched, index_version, storage_options)
+        _write(chunks_uri, chunk_table, data, touched, index_version, storage_options, recorded)
+        _write(
+            vectors_uri, vector_table, embedded, touched, index_version, storage_options, recorded
+        )
         chunk_table = _open(chunks_uri, storage_options)
         vector_table = _open(vectors_uri, storage_options)
     return IndexReport(
         index_version=index_version,
         embedding_model=model,
-        documents=len(documents),
+        documents=len(documents) + len(refused),
         changed=tuple(d.document_id for d in changed),
         removed=tuple(removed),
         chunks_written=len(chunks),
         seconds=time.perf_counter() - started,
         chunks_version=None if chunk_table is None else chunk_table.version(),
         embeddings_version=None if vector_table is None else vector_table.version(),
+        policy_version=target.policy_version,
+        default_knowledge_type=default_type,
+        untyped=tuple(d.document_id for d in documents if d.typed_by_default),
+        skipped=tuple(sorted((exc.source_file, str(exc)) for exc in refused)),
     )
 
 
+def _check_settings(policy: Policy, max_chars: int, max_document_bytes: int) -> None:
+    limit = policy.input_limits.max_chunk_chars
+    if not 1 <= max_chars <= limit:
+        raise ValueError(
+            f"max_chars {max_chars} is outside 1 to {limit:,}, the longest chunk policy "
+            f"{policy.policy_version} admits"
+        )
+    if max_document_bytes < 1:
+        raise ValueError("max_document_bytes must be at least 1")
+
+
+def _read_all(
+    root: Path, settings: str, max_bytes: int, default_type: str
+) -> tuple[list[SourceDocument], list[DocumentRefused]]:
+    """Every document under ``root`` that can be read, and the refusals of the others."""
+    documents: list[SourceDocument] = []
+    refused: list[DocumentRefused] = []
+    for path in discover(root):
+        try:
+            document = read_document(
+                path,
+                root,
+                settings=settings,
+                max_bytes=max_bytes,
+                default_knowledge_type=default_type,
+            )
+        except DocumentRefused as exc:
+            refused.append(exc)
+        else:
+            documents.append(document)
+    ids = [d.document_id for d in documents]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two documents share one document_id")
+    return documents, refused
+
+
+def _check_all(
+    documents: Sequence[SourceDocument], checks: _RowChecks, max_chars: int
+) -> tuple[dict[str, list[Chunk]], list[DocumentRefused]]:
+    """The chunks of every document whose rows pass, and the refusals of the others."""
+    chunked: dict[str, list[Chunk]] = {}
+    refused: list[DocumentRefused] = []
+    for document in documents:
+        chunks = chunk_document(document, max_chars=max_chars)
+        try:
+            checks.check(document, chunks)
+        except DocumentRefused as exc:
+            refused.append(exc)
+        else:
+            chunked[document.document_id] = chunks
+    return chunked, refused
+
+
+def _target_policy(policy: Policy | str | None, model: str) -> Policy:
+    """The policy the index will be answered under (``ask --index`` picks it the same way)."""
+    if isinstance(policy, Policy):
+        return policy
+    if policy is None:
+        lexical = model.startswith(LEXICAL_EMBEDDING_PREFIX)
+        policy = LEXICAL_POLICY if lexical else DEFAULT_POLICY
+    return load_policy(policy)
+
+
+def _default_type(policy: Policy, wanted: str | None) -> str:
+    allowed = policy.allowed_knowledge_types
+    if wanted is None:
+        return allowed[0]
+    if wanted not in allowed:
+        raise ValueError(
+            f"default knowledge type {_shown(wanted)} is not one of the allowed_knowledge_types "
+            f"of policy {policy.policy_version} ({', '.join(allowed)})"
+        )
+    return wanted
+
+
+def _recorded_checks(table: DeltaTable | None) -> str | None:
+    """The checks signature the table's last commit recorded (None: none, or no table)."""
+    if table is None:
+        return None
+    last = table.history(1)
+    value = last[0].get(CHECKS_KEY) if last else None
+    return value if isinstance(value, str) else None
+
+
+_ORIGIN = {
+    "chunk_id": "the file's path under the folder",
+    "document_id": "the file's path under the folder",
+    "source_file": "the file's path under the folder",
+    "knowledge_id": "knowledge_id, else the file's name",
+    "source_reference": "title, else the file's path",
+}
+"""Where a row field's value came from, when it is not the front-matter key of its name."""
+_FRONT_MATTER_KEY = {"knowledge_type_effective": "knowledge_type"}
+_METADATA_COLUMNS = tuple(
+    name
+    for name in CHUNK_SCHEMA.names
+    if name not in {"chunk_text", "access_tags", "index_version"}
+)
+"""The chunk columns DeltaVectorStore returns as metadata (``index_version`` is the run's)."""
+_SHOWN = 60
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+class _RowChecks:
+    """R2's row rules at index time: the row contract, the policy's types and grammar."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.grammar: CitationGrammar = load_ruleset(policy.firewall_ruleset).grammar
+        self.signature = hashlib.sha256(
+            repr((_CHECKS_VERSION, policy.allowed_knowledge_types, self.grammar.name)).encode()
+        ).hexdigest()[:16]
+        """What the checks depend on; an index records it with every commit."""
+        self.keyed = False
+        """Whether the grammar keys rows by an id that must be unique across the index."""
+        self._keys: dict[str, str] = {}
+
+    def check(self, document: SourceDocument, chunks: Sequence[Chunk]) -> None:
+        """Raise :class:`DocumentRefused` at the first row of ``document`` R2 would refuse.
+
+        The document's rows are all checked before any of its keys is kept, so a refused
+        document leaves no key behind to refuse another.
+        """
+        keys: dict[str, str] = {}
+        for chunk in chunks:
+            row = self._row(document, chunk)
+            key = self.grammar.unique_key(row)
+            if key is None:
+                continue
+            self.keyed = True
+            other = self._keys.get(key) or keys.get(key)
+            if other is not None:
+                field = "semantic_id" if row.semantic_id is not None else "chunk_id"
+                raise DocumentRefused(
+                    document.source_file,
+                    f"{_shown(key)} also cites {other}; a {self.grammar.shape} marker must "
+                    f"name one row under policy {self.policy.policy_version}",
+                    field,
+                )
+            keys[key] = chunk.chunk_id
+        self._keys.update(keys)
+
+    def _row(self, document: SourceDocument, chunk: Chunk) -> RetrievalRow:
+        # The metadata DeltaVectorStore returns for the stored row, mapped as the front maps it.
+        metadata: dict[str, Any] = {
+            name: value for name in _METADATA_COLUMNS if (value := getattr(chunk, name)) is not None
+        }
+        metadata |= {k: v for k, v in chunk.access_tags.items() if k not in metadata}
+        metadata["knowledge_type_effective"] = chunk.knowledge_type
+        payload = row_payload(
+            rank=0,
+            similarity=1.0,
+            text=chunk.chunk_text,
+            document_id=chunk.chunk_id,
+            metadata=metadata,
+            fields={},
+        )
+        try:
+            row = RetrievalRow.model_validate(payload)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False, include_input=False)[0]
+            name = str(error["loc"][0]) if error["loc"] else "row"
+            origin = _ORIGIN.get(name)
+            raise DocumentRefused(
+                document.source_file,
+                f"{error['msg']}" + (f" (made from {origin})" if origin else ""),
+                _FRONT_MATTER_KEY.get(name, name),
+            ) from None
+        allowed = self.policy.allowed_knowledge_types
+        if row.knowledge_type_effective not in allowed:
+            raise DocumentRefused(
+                document.source_file,
+                f"{_shown(row.knowledge_type_effective)} is not one of the "
+                f"allowed_knowledge_types of policy {self.policy.policy_version} "
+                f"({', '.join(allowed)})",
+                "knowledge_type",
+            )
+        problem = self.grammar.row_problem(row)
+        if problem is not None:
+            field, _, why = problem.partition(": ")
+            raise DocumentRefused(
+                document.source_file, f"{why} under policy {self.policy.policy_version}", field
+            )
+        return row
+
+
 def _embed(embedding: Embeddings, texts: list[str], batch_size: int) -> np.ndarray:
-    """All vectors as one float32 matrix; every vector must have the same dimension."""
-    vectors: list[list[float]] = []
+    """All vectors as one float32 matrix; every vector must have the same dimension.
+
+    Each batch becomes float32 at once: a run's vectors kept as Python lists of floats took
+    about eight times the memory of the matrix (32 bytes a float against 4).
+    """
+    batches: list[np.ndarray] = []
+    dimensions: set[int] = set()
     for start in range(0, len(texts), batch_size):
-        vectors.extend(embedding.embed_documents(texts[start : start + batch_size]))
-    if not vectors:
+        vectors = embedding.embed_documents(texts[start : start + batch_size])
+        dimensions |= {len(v) for v in vectors}
+        if len(dimensions) > 1:
+            raise ValueError("the embedding returned vectors of different dimensions")
+        if vectors:
+            batches.append(np.asarray(vectors, dtype=np.float32))
+    if not batches:
         return np.zeros((0, 1), dtype=np.float32)
-    if len({len(v) for v in vectors}) != 1:
-        raise ValueError("the embedding returned vectors of different dimensions")
-    return np.asarray(vectors, dtype=np.float32)
+    return np.concatenate(batches)

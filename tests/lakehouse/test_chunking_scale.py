@@ -1,4 +1,4 @@
-"""The chunker is linear in a paragraph's length.
+"""The chunker is linear in a paragraph's length, and a document has a size limit.
 
 Issue 27, item 10: one 8 MB paragraph took 5.5 s to chunk and 60 MB gave no result in six
 minutes, because every cut copied the rest of the paragraph. Chunk ids and texts of
@@ -13,10 +13,20 @@ import random
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from groundlock.lakehouse.chunking import _pieces, chunk_document, discover, read_document
+from groundlock.cli import main
+from groundlock.lakehouse import index_documents
+from groundlock.lakehouse.chunking import (
+    MAX_DOCUMENT_BYTES,
+    DocumentRefused,
+    _pieces,
+    chunk_document,
+    discover,
+    read_document,
+)
 from tests.lakehouse.conftest import HANDBOOK
 
 WORDS = ("alpha", "be", "gamma", "delta", "epsilonic")
@@ -90,3 +100,38 @@ def test_the_handbooks_chunk_ids_and_texts_are_unchanged(max_chars: int, count: 
     for chunk in chunks:
         sha.update(f"{chunk.chunk_id}\0{chunk.chunk_text}\0".encode())
     assert (len(chunks), sha.hexdigest()) == (count, digest)
+
+
+def test_a_document_over_the_size_limit_is_refused_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("---\nknowledge_type: SAFETY_NOTICE\n---\nShort.\n")
+    (docs / "dump.txt").write_text(_paragraph(1_200_000))
+    argv = ["index", str(docs), "--index", str(tmp_path / "idx"), "--max-document-mb", "1"]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err == ("groundlock: dump.txt: the file is larger than the limit of 1,048,576 bytes\n")
+    assert not (tmp_path / "idx" / "chunks").exists()
+
+
+def test_the_default_size_limit_is_16_mib_and_the_command_line_shows_it(
+    capsys: pytest.CaptureFixture[str],
+):
+    assert MAX_DOCUMENT_BYTES == 16 * 1024 * 1024
+    assert main(["index", "--help"]) == 0
+    assert "larger (default 16)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_pdf_whose_text_is_over_the_limit_is_refused(tmp_path: Path):
+    pytest.importorskip("pypdf")
+    from tests.lakehouse.pdf import make_pdf  # noqa: PLC0415
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "manual.pdf").write_bytes(make_pdf(["x" * 80] * 4))
+    with pytest.raises(DocumentRefused, match=r"^manual\.pdf: its text is larger than the limit"):
+        index_documents(docs, tmp_path / "idx", max_document_bytes=200)
+    assert index_documents(docs, tmp_path / "idx", max_document_bytes=400).chunks_written == 4

@@ -129,3 +129,19 @@ def test_front_matter_behind_a_byte_order_mark_is_read(tmp_path: Path):
     assert document.metadata == {"knowledge_id": "MM-7"}
     assert document.access_tags == {"business_unit": "MARINE"}
     assert document.pages == ((None, "Text.\n"),)
+
+
+def test_a_skipped_unreadable_file_is_reported_and_the_rest_is_indexed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    _docs(tmp_path, {"bomb.md": _alias_bomb(3).encode(), "bad.txt": b"\xff\xfe"})
+    code, err = _index(tmp_path, capsys, "--skip-invalid")
+    assert code == 0
+    assert err.splitlines() == [
+        "groundlock: skipped bad.txt: not UTF-8 text (an invalid byte at offset 0)",
+        "groundlock: skipped bomb.md: the front matter is not valid YAML (anchors and aliases "
+        "are not allowed, front-matter line 1)",
+    ]
+    report = index_documents(tmp_path / "docs", tmp_path / "idx", skip_invalid=True)
+    assert not report.wrote
+    assert [name for name, _ in report.skipped] == ["bad.txt", "bomb.md"]
