@@ -31,6 +31,7 @@ from groundlock.contracts.audit_rows import EvidenceRow
 from groundlock.contracts.state import Judged
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.location import delta_location
+from groundlock.stores.readers import InvalidRow, TrailDamaged, read_table, valid_rows
 from groundlock.stores.sink import AuditUnavailable
 
 if TYPE_CHECKING:
@@ -135,24 +136,24 @@ class EvidenceArchive:
         )
 
     def select(self, where: str = "", *, limit: int | None = None) -> list[EvidenceRow]:
-        """Archived rows, oldest first; ``where`` is a SQL condition (values via ``sql_text``)."""
-        from deltalake import QueryBuilder  # noqa: PLC0415
+        """Archived rows, oldest first; ``where`` is a SQL condition (values via ``sql_text``).
 
+        Raises :class:`~groundlock.stores.readers.TrailDamaged` (one line, no path) when a
+        data file cannot be read or a row breaks its model; :meth:`read` keeps such a row.
+        """
+        return valid_rows(self.read(where, limit=limit))
+
+    def read(self, where: str = "", *, limit: int | None = None) -> list[EvidenceRow | InvalidRow]:
+        """As :meth:`select`, but a row that breaks its model is kept as an ``InvalidRow``.
+
+        An archive written before a column was added lacks it: the column reads as null.
+        """
         if not self.exists():
             raise AuditUnavailable("the evidence archive does not exist")
-        table = self._open()
-        # An archive written before a column was added lacks it: the row takes its default.
-        present = {field.name for field in table.schema().fields}
-        columns = [name for name in EvidenceRow.model_fields if name in present]
-        sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
-        if where:
-            sql += f" WHERE {where}"
-        sql += " ORDER BY timestamp_utc"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        result = QueryBuilder().register("t", table).execute(sql).read_all()
-        values = [column.to_pylist() for column in result.columns]
-        return [
-            EvidenceRow.model_validate(dict(zip(columns, row, strict=True)), strict=False)
-            for row in zip(*values, strict=True)
-        ]
+        try:
+            table = self._open()
+        except Exception as exc:  # noqa: BLE001  (a damaged log: named by kind, never by path)
+            raise TrailDamaged(
+                f"the evidence archive cannot be opened ({type(exc).__name__})"
+            ) from None
+        return read_table(table, EvidenceRow, where, limit=limit, label="the evidence archive")
