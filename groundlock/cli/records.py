@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from datetime import datetime
@@ -26,11 +27,18 @@ from groundlock.cli._shared import (
     where,
 )
 from groundlock.contracts.assembly import AnswerBundle
-from groundlock.contracts.audit_rows import EvidenceRow, FeedbackRow, QueryRow, ValidationRow
+from groundlock.contracts.audit_rows import (
+    EvidenceRow,
+    FeedbackRow,
+    QueryRow,
+    TableRow,
+    ValidationRow,
+)
 from groundlock.core.firewall.parsed import parse_answer
 from groundlock.policies.ruleset import load_ruleset
 from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.delta import sql_text
+from groundlock.stores.readers import InvalidRow, read_rows
 
 __all__ = ["add_commands"]
 
@@ -68,7 +76,12 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
 
     vacuum = actions.add_parser("vacuum", help="delete unreferenced files past retention")
     store_option(vacuum)
-    vacuum.add_argument("--retention-hours", type=int, default=168)
+    vacuum.add_argument(
+        "--retention-hours",
+        type=_retention_hours,
+        default=168,
+        help=f"keep files newer than this (0 to {_MAX_RETENTION_HOURS:,}; default 168)",
+    )
     vacuum.add_argument("--apply", action="store_true", help="delete (default: dry run)")
     vacuum.set_defaults(handler=_vacuum)
 
@@ -86,34 +99,71 @@ def _list(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
     store = open_store(args)
-    rows = store.select(
-        ValidationRow, where(args), order_by="timestamp_utc DESC", limit=args.limit
+    rows = read_rows(
+        store, ValidationRow, where(args), order_by="timestamp_utc DESC", limit=args.limit
     )[::-1]
     if args.json:
         for row in rows:
-            sys.stdout.write(row.model_dump_json() + "\n")
+            sys.stdout.write(_json_line(row) + "\n")
         return 0
-    table = [[_cell(getattr(row, column)) for column in _LIST_COLUMNS] for row in rows]
+    table = [_cells(row) for row in rows]
     for line in table_lines(list(_LIST_COLUMNS), table):
         sys.stdout.write(line + "\n")
-    sys.stdout.write(f"{len(rows)} row(s)\n")
+    invalid = [row for row in rows if isinstance(row, InvalidRow)]
+    for row in invalid:
+        sys.stdout.write(f"! {row.describe()}\n")
+    flagged = f", {len(invalid)} breaking the row model (marked !)" if invalid else ""
+    sys.stdout.write(f"{len(rows)} row(s){flagged}\n")
     return 0
+
+
+def _cells(row: ValidationRow | InvalidRow) -> list[str]:
+    """A row as the ``list`` table shows it; a value that breaks the model is marked ``!``."""
+    if not isinstance(row, InvalidRow):
+        return [_cell(getattr(row, column)) for column in _LIST_COLUMNS]
+    return [
+        _cell(row.get(column)) + ("!" if column in row.fields else "") for column in _LIST_COLUMNS
+    ]
+
+
+def _json_line(row: TableRow | InvalidRow) -> str:
+    """A row as one JSON object; one that breaks its model as read, with its ``problems``."""
+    if not isinstance(row, InvalidRow):
+        return row.model_dump_json()
+    return json.dumps(_jsonable(row), ensure_ascii=False, separators=(",", ":"))
+
+
+def _jsonable(row: InvalidRow) -> dict[str, Any]:
+    """An invalid row's values as JSON holds them (a NaN as ``"NaN"``), and its problems."""
+    values: dict[str, Any] = {}
+    for name, value in row.values.items():
+        if isinstance(value, datetime):
+            values[name] = value.isoformat().replace("+00:00", "Z")
+        elif isinstance(value, float) and not math.isfinite(value):
+            values[name] = str(value).replace("nan", "NaN").replace("inf", "Infinity")
+        else:
+            values[name] = value
+    return {**values, "problems": list(row.problems)}
 
 
 def _show(args: argparse.Namespace) -> int:
     store = open_store(args)
     condition = f"request_id = {sql_text(args.request_id)}"
-    record: dict[str, Any] = {
-        name: [json.loads(row.model_dump_json()) for row in store.select(row_type, condition)]
+    read: dict[str, list[Any]] = {
+        name: read_rows(store, row_type, condition)
         for name, row_type in (
             ("validations", ValidationRow), ("queries", QueryRow), ("feedback", FeedbackRow),
         )
     }  # fmt: skip
+    # A row that breaks its model is shown as read, with its problems, never dropped.
+    record: dict[str, Any] = {
+        name: [json.loads(_json_line(row)) for row in rows] for name, rows in read.items()
+    }
     if not record["validations"] and not record["queries"]:
         sys.stderr.write(f"groundlock: no audit record for request {args.request_id!r}\n")
         return 1
     rejections = _rejections(
-        [ValidationRow.model_validate(v, strict=False) for v in record["validations"]],
+        [row for row in read["validations"] if isinstance(row, ValidationRow)],
         args.archive,
         condition,
     )
@@ -139,7 +189,11 @@ def _rejections(
     if archive_uri:
         archive = EvidenceArchive(archive_uri)
         if archive.exists():
-            archived = {row.run_id or "": row for row in archive.select(condition)}
+            archived = {
+                row.run_id or "": row
+                for row in archive.read(condition)
+                if isinstance(row, EvidenceRow)  # (one that breaks its model quotes nothing)
+            }
     out = []
     for row in failed:
         evidence = archived.get(row.run_id or "")
@@ -192,7 +246,7 @@ def _vacuum(args: argparse.Namespace) -> int:
 def _feedback(args: argparse.Namespace) -> int:
     store = open_store(args)
     condition = f"request_id = {sql_text(args.request_id)}"
-    if not store.select(ValidationRow, condition, limit=1):
+    if not read_rows(store, ValidationRow, condition, limit=1):
         sys.stderr.write(f"groundlock: no audit record for request {args.request_id!r}\n")
         return 1
     try:
@@ -202,6 +256,22 @@ def _feedback(args: argparse.Namespace) -> int:
         raise UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     sys.stdout.write(f"feedback {row.record_id} recorded for {args.request_id}\n")
     return 0
+
+
+_MAX_RETENTION_HOURS = 1_000_000
+"""114 years: what ``DeltaAuditStore.vacuum`` accepts (delta-rs panics on a retention past
+its clock, and reads 2**64 - 1 as a negative one)."""
+
+
+def _retention_hours(text: str) -> int:
+    """``--retention-hours``: a whole number of hours in range, or a usage error (exit 2)."""
+    try:
+        hours = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of hours: {text!r}") from None
+    if not 0 <= hours <= _MAX_RETENTION_HOURS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {_MAX_RETENTION_HOURS:,} hours")
+    return hours
 
 
 def _cell(value: object) -> str:

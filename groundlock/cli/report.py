@@ -40,6 +40,7 @@ from groundlock.cli._shared import (
     where,
 )
 from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow
+from groundlock.stores.readers import InvalidRow, read_rows
 
 __all__ = ["add_commands", "render_report"]
 
@@ -60,16 +61,23 @@ def _report(args: argparse.Namespace) -> int:
     if since >= until:
         raise UsageError("--since must be before --until")
     args.since, args.until = since, until
-    rows = store.select(ValidationRow, where(args))
     window = f"timestamp_utc >= {sql_time(since)} AND timestamp_utc < {sql_time(until)}"
-    feedback = store.select(FeedbackRow, window)
+    read = [*read_rows(store, ValidationRow, where(args)), *read_rows(store, FeedbackRow, window)]
+    # A row that breaks its model is left out of every count and chart, and listed.
+    rows = [row for row in read if isinstance(row, ValidationRow)]
+    feedback = [row for row in read if isinstance(row, FeedbackRow)]
+    unread = [row for row in read if isinstance(row, InvalidRow)]
+    page = render_report(rows, feedback, since=since, until=until, unread=unread)
     try:
-        args.out.write_text(
-            render_report(rows, feedback, since=since, until=until), encoding="utf-8"
-        )
+        args.out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
     sys.stdout.write(f"report of {len(rows)} request(s) written to {args.out}\n")
+    if unread:
+        sys.stdout.write(
+            f"{len(unread)} row(s) could not be read (they break the row model): "
+            "listed under 'Rows not read'\n"
+        )
     return 0
 
 
@@ -106,11 +114,14 @@ def render_report(
     since: datetime,
     until: datetime,
     generated_at: datetime | None = None,
+    unread: Sequence[InvalidRow] = (),
 ) -> str:
     """The report as one HTML document.
 
     The same rows, range and ``generated_at`` always give the same bytes: every listing is
-    sorted, so two reports of one audit trail can be compared with ``diff``.
+    sorted, so two reports of one audit trail can be compared with ``diff``. ``unread``
+    are the rows of the range that break their model: counted nowhere, each listed under
+    "Rows not read" with what it breaks.
     """
     generated = generated_at or datetime.now(UTC)
     anchors = _anchors(rows)
@@ -123,6 +134,7 @@ def render_report(
         f"<p>Requests recorded from <b>{_e(_utc(since))}</b> to "
         f"<b>{_e(_utc(until))}</b> (UTC). Generated {_e(_utc(generated))}.</p>",
         _summary(rows, feedback, anchors),
+        _unread(unread),
         _breakdowns(rows),
     ]
     by_policy: dict[str, list[ValidationRow]] = defaultdict(list)
@@ -187,6 +199,42 @@ def _summary(
             f"<th>Share of requests</th></tr>{body}</table>"
         )
     return "".join(parts)
+
+
+def _unread(unread: Sequence[InvalidRow]) -> str:
+    """The rows the report could not read: which table, which row, and what each breaks."""
+    if not unread:
+        return ""
+    listed = sorted(
+        unread,
+        key=lambda row: (row.table, str(row.get("timestamp_utc")), str(row.get("record_id"))),
+    )
+    body = [
+        [
+            row.table,
+            _moment(row.get("timestamp_utc")),
+            str(row.get("request_id") or _NONE),
+            str(row.get("run_id") or _NONE),
+            str(row.get("record_id") or _NONE),
+            "; ".join(row.problems),
+        ]
+        for row in listed
+    ]
+    return (
+        "<h2 id='rows-not-read'>Rows not read</h2>"
+        f"<p>{len(unread)} row(s) of this range break the row model (a value out of its "
+        "column's range, a null where a value belongs): they are counted nowhere in this "
+        "report. Each is listed with what it breaks.</p>"
+        + _table(
+            ["Table", "Time (UTC)", "Request id", "Run id", "Record id", "Problem(s)"],
+            body,
+            cls="unread",
+        )
+    )
+
+
+def _moment(value: object) -> str:
+    return _utc(value) if isinstance(value, datetime) else str(value or _NONE)
 
 
 _DIMENSIONS = (
