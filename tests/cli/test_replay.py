@@ -25,6 +25,13 @@ UNSUPPORTED = "Replace the seal every 600 hours. [C0]"
 """Passed by R2_POLICY_V1's firewall, refused by V2's (UNSUPPORTED_VALUE)."""
 
 
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Replay cross-checks against $GROUNDLOCK_STORE when set (``serve`` sets it in-process):
+    # these tests name the store when they mean one.
+    monkeypatch.delenv("GROUNDLOCK_STORE", raising=False)
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -101,6 +108,11 @@ def test_replay_command_proves_the_sha256_and_the_verdicts(
     assert "8 request(s) replayed; 7 prompt sha256 reproduced, 0 mismatched" in out
     assert "8 verdict(s) reproduced" in out
     assert "MISMATCH" not in out
+    assert "NOT cross-checked against the audit trail" in out
+    # Pruned, refused, rejected and lexical requests: each agrees with its trail rows.
+    code, out, _ = _run(capsys, "replay", "--archive", archived[1], "--store", archived[0])
+    assert code == 0, out
+    assert "cross-checked against the audit trail: 8 request(s), 0 disagreement(s)" in out
 
 
 def test_replay_with_a_policy_reports_the_verdicts_it_would_change(
