@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.keys import new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local
 from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
@@ -476,8 +477,7 @@ class DeltaAuditStore:
 
     def _absent(self, table: DeltaTable, rows: list[RowT]) -> list[RowT]:
         """The first row of each key the table does not hold yet (unkeyed rows always)."""
-        keyed = [(row.key(), row) for row in rows]
-        keys = {key for key, _ in keyed if key is not None}
+        keys = {key for key in (row.key() for row in rows) if key is not None}
         if not keys:
             return rows
         outcome_fields = rows[0].outcome_fields
@@ -494,30 +494,19 @@ class DeltaAuditStore:
             for request_id, run_id, *outcome in self._query(table, sql):
                 present.setdefault((request_id, run_id or ""), tuple(outcome))
         kept = []
-        for key, row in keyed:  # in spool order: the first row of a key is its record
-            if key is not None and key in present and present[key] != row.outcome():
-                # Executed again with another outcome: recorded under a derived run_id, the
-                # same in both tables (the outcome hash is the request's), never dropped.
-                # (The lookup by request_id already holds the derived key's own earlier
-                # record, if a flush retried: that one is then kept, not this.)
-                row = _rerun(row)  # noqa: PLW2901
-                key = row.key()  # noqa: PLW2901
-                if key is not None and key not in present:
-                    _report_other_outcome(key)
-            if key is None:
-                kept.append(row)
-            elif key not in present:
-                present[key] = row.outcome()
-                kept.append(row)
+        for row, rerun in new_rows(rows, present, _rerun):  # in spool order
+            if rerun:
+                _report_other_outcome(row.key() or ("", ""))
+            kept.append(row)
         return kept
 
     @staticmethod
     def _query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:
-        from deltalake import QueryBuilder  # noqa: PLC0415
+        from groundlock.stores.readers import run_query  # noqa: PLC0415
 
-        result = QueryBuilder().register("t", table).execute(sql).read_all()
-        columns = [column.to_pylist() for column in result.columns]
-        return list(zip(*columns, strict=True)) if columns else []
+        # A read that fails names its table and data file (TrailDamaged), never a path.
+        name = table.table_uri.rstrip("/").rsplit("/", 1)[-1]
+        return run_query(table, sql, f"the {name} table")
 
     # -- reads and maintenance ----------------------------------------------------------------
 
@@ -528,29 +517,16 @@ class DeltaAuditStore:
         """Rows of one table as row models, oldest first.
 
         ``where`` is a SQL condition over the table's columns, with values quoted by
-        :func:`sql_text` (the CLI builds its filters this way).
+        :func:`sql_text` (the CLI builds its filters this way). A table from an older
+        groundlock, not yet upgraded by a writer, lacks the newer (nullable) columns: they
+        read as null, so a read-only auditor can still read it. Raises
+        :class:`~groundlock.stores.readers.TrailDamaged` (one line, no path) when a data
+        file cannot be read or a row breaks its model; a reader that must show such a row
+        reads with :func:`~groundlock.stores.readers.read_rows` instead.
         """
-        from deltalake.exceptions import TableNotFoundError  # noqa: PLC0415
+        from groundlock.stores.readers import read_rows, valid_rows  # noqa: PLC0415
 
-        try:
-            table = self._open(row_type)
-        except TableNotFoundError:
-            raise AuditUnavailable(f"the {row_type.table} table does not exist") from None
-        columns = list(row_type.model_fields)
-        # A table from an older groundlock, not yet upgraded by a writer, lacks the newer
-        # (nullable) columns: they read as null, so a read-only auditor can still read it.
-        present = {field.name for field in table.schema().fields}
-        selected = [name if name in present else f"NULL AS {name}" for name in columns]
-        sql = f"SELECT {', '.join(selected)} FROM t"  # noqa: S608  (column names are ours)
-        if where:
-            sql += f" WHERE {where}"
-        sql += f" ORDER BY {order_by}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return [
-            row_type.model_validate(dict(zip(columns, values, strict=True)), strict=False)
-            for values in self._query(table, sql)
-        ]
+        return valid_rows(read_rows(self, row_type, where, order_by=order_by, limit=limit))
 
     def executions(
         self, keys: Sequence[tuple[str, str]]
@@ -560,7 +536,7 @@ class DeltaAuditStore:
         ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id); a key the trail
         does not hold is absent (a trail not yet created holds none). The record is the
         key's first validations row; a re-execution is one that ended otherwise, which the
-        trail keeps under the derived run id ``<run_id>~<its outcome hash, 16 hex digits>``,
+        trail keeps under a derived run id (``<run_id>~<n>``, :mod:`groundlock.stores.keys`),
         oldest first. What a batch job reads to resume: a request already recorded, or
         re-executed since (a passing failure answered, evidence that changed), is not
         answered again. One
@@ -570,6 +546,13 @@ class DeltaAuditStore:
         """
         from deltalake import DeltaTable  # noqa: PLC0415
 
+        from groundlock.stores.readers import (  # noqa: PLC0415
+            InvalidRow,
+            TrailDamaged,
+            select_list,
+            table_row,
+        )
+
         uri = self.table_uri(ValidationRow)
         options = self.storage_options or None
         wanted = sorted(set(keys))
@@ -578,7 +561,7 @@ class DeltaAuditStore:
         table = self._open(ValidationRow)
         present = {field.name for field in table.schema().fields}
         columns = list(ValidationRow.model_fields)
-        selected = ", ".join(f"t.{n}" if n in present else f"NULL AS {n}" for n in columns)
+        selected = select_list(columns, present, prefix="t.")
         asked = set(wanted)
         records: dict[tuple[str, str], ValidationRow] = {}
         reruns: dict[tuple[str, str], list[ValidationRow]] = {}
@@ -591,16 +574,16 @@ class DeltaAuditStore:
                 "OR starts_with(t.run_id, concat(k.run, '~')) ORDER BY t.timestamp_utc"
             )
             for row_values in self._query(table, sql):
-                row = ValidationRow.model_validate(
-                    dict(zip(columns, row_values, strict=True)), strict=False
-                )
+                row = table_row(ValidationRow, dict(zip(columns, row_values, strict=True)))
+                if isinstance(row, InvalidRow):  # never resumed from: the job fails, named
+                    raise TrailDamaged(row.describe())
                 request_id, run = row.request_id or "", row.run_id or ""  # joined: not null
                 if (request_id, run) in asked:
                     records.setdefault((request_id, run), row)
                 # (Not elif: a key asked for may itself be another's re-execution.)
-                rerun_of = (request_id, run.removesuffix(_rerun_suffix(row)))
-                if rerun_of[1] != run and rerun_of in asked:
-                    kept = reruns.setdefault(rerun_of, [])
+                base = rerun_of(run, row.outcome_sha256)
+                if base is not None and (request_id, base) in asked:
+                    kept = reruns.setdefault((request_id, base), [])
                     if row not in kept:  # joined twice (to a key and to its prefix's key)
                         kept.append(row)
         return {key: (record, *reruns.get(key, ())) for key, record in records.items()}
@@ -626,15 +609,38 @@ class DeltaAuditStore:
         return row
 
     def compact(self) -> dict[str, dict[str, Any]]:
-        """Merge small files in every table; rows are unchanged (``dataChange=false``)."""
-        return {row_type.table: self._open(row_type).optimize.compact() for row_type in TABLES}
+        """Merge small files in every table; rows are unchanged (``dataChange=false``).
+
+        Raises :class:`~groundlock.stores.readers.TrailDamaged` naming the table and the
+        data file when a file to merge is missing or unreadable.
+        """
+        from groundlock.stores.readers import TrailDamaged, damaged_file  # noqa: PLC0415
+
+        compacted = {}
+        for row_type in TABLES:
+            table = self._open(row_type)
+            try:
+                compacted[row_type.table] = table.optimize.compact()
+            except Exception as exc:
+                found = damaged_file(table, exc)
+                if found is None:
+                    raise
+                raise TrailDamaged(
+                    f"the {row_type.table} table cannot be compacted: its data file "
+                    f"{found[0]} is {found[1]}"
+                ) from None
+        return compacted
 
     def vacuum(self, retention_hours: int, *, dry_run: bool = True) -> dict[str, list[str]]:
         """Delete files no longer referenced and older than ``retention_hours``.
 
         Refuses a retention below ``min_vacuum_retention_hours``: a shorter one could delete
-        files that a reader (or time travel for an audit) still needs.
+        files that a reader (or time travel for an audit) still needs. Refuses one past
+        1,000,000 h (114 years) too: delta-rs panics on a retention past what its clock
+        holds, and reads 2**64 - 1 as a negative one, deleting every unreferenced file.
         """
+        if not 0 <= retention_hours <= 1_000_000:
+            raise ValueError(f"retention of {retention_hours} h is not between 0 and 1,000,000 h")
         if retention_hours < self.min_vacuum_retention_hours:
             raise ValueError(
                 f"retention of {retention_hours} h is below the configured minimum of "
@@ -670,19 +676,9 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
     return entries, unreadable
 
 
-def _rerun(row: RowT) -> RowT:
-    """``row`` under the run id of a re-execution: ``<run_id>~<outcome hash, 16 digits>``."""
-    run_id = f"{getattr(row, 'run_id', None) or ''}{_rerun_suffix(row)}"
+def _rerun(row: RowT, run_id: str) -> RowT:
+    """``row`` under the derived run id of a re-execution (:mod:`groundlock.stores.keys`)."""
     return row.model_copy(update={"run_id": run_id})
-
-
-def _rerun_suffix(row: TableRow) -> str:
-    """How the run id of ``row`` ends if it is a re-execution: its own outcome's hash.
-
-    So a run id is read as a re-execution of another only when it ends in its row's own
-    outcome hash: another job named ``<run_id>~<16 hex digits>`` is not one.
-    """
-    return "~" + (str(row.outcome()[0] or "")[:16] or "0" * 16)
 
 
 def _report_other_outcome(key: tuple[str, str]) -> None:

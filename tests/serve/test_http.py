@@ -4,6 +4,7 @@ the client, and two forked workers each writing audit rows (reliability notes T2
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -12,13 +13,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 from langserve import RemoteRunnable
 
-from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores import AuditUnavailable, DeltaAuditStore, QueryRow, ValidationRow
 from tests.builders import make_bundle, make_row
 
 KEY = "integration-key-0123456789"
@@ -100,14 +102,20 @@ def test_each_worker_writes_its_audit_rows(served: tuple[str, Path]) -> None:
     # Many requests over fresh connections reach both workers; every one is recorded.
     url, store = served
     ids = [f"http-w{i}" for i in range(40)]
-    for request_id in ids:
-        with httpx.Client(timeout=10) as client:  # a new connection, a fresh worker choice
+
+    def ask(request_id: str) -> str:
+        with httpx.Client(timeout=30) as client:  # a new connection, a fresh worker choice
             response = client.post(
                 f"{url}/answer/invoke",
                 json={"input": make_bundle(request_id=request_id)},
                 headers={"X-API-Key": KEY},
             )
-            assert response.json()["output"]["status"] == "OK"
+            return str(response.json()["output"]["status"])
+
+    # Eight at a time: while one worker is busy the other accepts (one at a time, a loaded
+    # machine let one worker accept them all).
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(ask, ids)) == {"OK"}
     deadline = time.monotonic() + 30
     audit = DeltaAuditStore(store)
     while time.monotonic() < deadline:
@@ -176,19 +184,24 @@ def test_two_keys_sending_the_same_ids_leave_two_records(served: tuple[str, Path
 
 
 def test_an_over_limit_batch_is_refused_at_once(served: tuple[str, Path]) -> None:
-    # The attack: 4,000 tiny items took 21 s; refused now before anything runs.
-    url, _ = served
-    started = time.monotonic()
+    # The attack: 4,000 tiny items took 21 s and wrote a row each; refused now
+    # before anything runs. (Asserted by what was written, not by a wall-clock bound.)
+    url, store = served
     response = httpx.post(
         f"{url}/answer/batch",
         json={"inputs": [{"q": i} for i in range(4000)]},
         headers={"X-API-Key": KEY},
         timeout=10,
     )
-    elapsed = time.monotonic() - started
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "BATCH_TOO_LARGE"
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
+    # Items without a request_id would each have been recorded with a null one.
+    audit = DeltaAuditStore(store)
+    deadline = time.monotonic() + 3  # (longer than a worker's flush interval)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(AuditUnavailable):  # (no table yet: nothing written)
+            assert all(row.request_id is not None for row in audit.select(ValidationRow))
+        time.sleep(0.5)
 
 
 async def test_a_saturating_client_starves_neither_health_nor_other_clients(
