@@ -16,10 +16,12 @@ from typing import NoReturn
 
 from groundlock.stores import DeltaAuditStore
 from groundlock.stores.delta import sql_text
+from groundlock.stores.location import delta_location
 
 __all__ = [
     "Parser",
     "UsageError",
+    "check_location",
     "open_store",
     "range_options",
     "sql_time",
@@ -78,13 +80,32 @@ def _timestamp(text: str) -> datetime:
     return moment
 
 
+def check_location(location: str | None, option: str) -> None:
+    """Refuse a location no store could open (exit 2) before a command does any work.
+
+    A command that writes or reads its store, archive, index or log only at the end (after
+    every item of a gold set is answered, or only when there is something to quote) would
+    otherwise refuse it after the work, or never. None or empty is left to the command.
+    """
+    if not location:
+        return
+    try:
+        delta_location(location)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
 def open_store(args: argparse.Namespace) -> DeltaAuditStore:
-    """The store named by ``--store`` (or the environment); none at all is a usage error."""
+    """The store named by ``--store`` (or the environment).
+
+    None at all, or a location no store can have, is a usage error (exit 2).
+    """
     if not args.store:
         raise UsageError("no store: pass --store URI or set GROUNDLOCK_STORE")
     # The vacuum minimum comes from configuration ($GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS),
     # never from the command line that asks for the vacuum.
-    return DeltaAuditStore(args.store)
+    check_location(args.store, "--store")
+    return DeltaAuditStore(args.store)  # (touches nothing: any refusal comes before any work)
 
 
 def where(args: argparse.Namespace) -> str:

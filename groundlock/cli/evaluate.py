@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from groundlock.cli._shared import Parser, UsageError
+from groundlock.cli._shared import Parser, UsageError, check_location
 
 __all__ = ["add_commands"]
 
@@ -84,6 +84,10 @@ def _evaluate(args: argparse.Namespace, dataset: Path) -> int:
 
     if args.index is None:
         raise UsageError("eval DATASET needs --index PATH")
+    # The log is written once every item is answered: a location it cannot have is
+    # refused now, not after the run has cost its time (or a real model's calls).
+    check_location(args.store, "--store")
+    check_location(args.index, "--index")
     if not dataset.is_file():
         raise UsageError(f"no such dataset: {dataset}")
     items = load_dataset(dataset)
@@ -107,6 +111,7 @@ def _evaluate(args: argparse.Namespace, dataset: Path) -> int:
 def _need_store(args: argparse.Namespace) -> str:
     if not args.store:
         raise UsageError("no evaluation log: pass --store URI or set GROUNDLOCK_EVAL_STORE")
+    check_location(args.store, "--store")
     return str(args.store)
 
 

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundlock.cli._shared import Parser, UsageError
+from groundlock.cli._shared import Parser, UsageError, check_location
 from groundlock.lakehouse import LEXICAL_POLICY
 from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES
 
@@ -130,6 +130,7 @@ def _index(args: argparse.Namespace) -> int:
         )
     if not args.source.exists():
         raise UsageError(f"no such file or folder: {args.source}")
+    check_location(args.index, "--index")  # before any document is read
     embedding = LexicalEmbeddings(args.dimensions)
     policy = _policy_for(args.policy, embedding_name(embedding))
     limit = policy.input_limits.max_chunk_chars
@@ -255,6 +256,7 @@ def _ask_index(args: argparse.Namespace) -> int:
         raise UsageError("--index answers a question; it does not take --bundle or --batch")
     if not args.question or not args.question.strip():
         raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
+    check_location(args.store, "--store")  # before the index is opened
     access, config = _access(args)
     front, policy = index_front(args.index, args.top_k, args.policy, access)
     chain_options: dict[str, Any] = {"policy": policy, "front": front}

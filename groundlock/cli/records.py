@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from groundlock.cli._shared import (
     Parser,
     UsageError,
+    check_location,
     open_store,
     range_options,
     store_option,
@@ -147,6 +148,9 @@ def _jsonable(row: InvalidRow) -> dict[str, Any]:
 
 
 def _show(args: argparse.Namespace) -> int:
+    # The archive is opened only to quote a rejection: checked now, or a location no
+    # archive can have would pass unnoticed whenever there is nothing to quote.
+    check_location(args.archive, "--archive")
     store = open_store(args)
     condition = f"request_id = {sql_text(args.request_id)}"
     read: dict[str, list[Any]] = {

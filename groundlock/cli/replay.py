@@ -38,7 +38,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from groundlock.cli._shared import Parser, UsageError, range_options, sql_time, table_lines
+from groundlock.cli._shared import (
+    Parser,
+    UsageError,
+    check_location,
+    open_store,
+    range_options,
+    sql_time,
+    table_lines,
+)
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.audit_rows import EvidenceRow, QueryRow, ValidationRow
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
@@ -390,6 +398,10 @@ def _replay(args: argparse.Namespace) -> int:
         )
     if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
+    check_location(args.archive, "--archive")
+    # The store is read only once every request is replayed; it is made (which touches
+    # nothing) now, so a location it cannot have is refused before the first replay.
+    store = open_store(args) if args.store else None
     other = load_policy(args.policy) if args.policy else None
     conditions = []
     if args.since:
@@ -412,10 +424,8 @@ def _replay(args: argparse.Namespace) -> int:
         )
     found: list[Disagreement] | None = None
     keyed = [r for r in results if r.request_id is not None]
-    if args.store:
-        validations, queries = _trail(
-            DeltaAuditStore(args.store), {r.request_id or "" for r in keyed}
-        )
+    if store is not None:
+        validations, queries = _trail(store, {r.request_id or "" for r in keyed})
         found = [
             d
             for r in keyed

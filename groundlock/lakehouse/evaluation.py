@@ -317,9 +317,12 @@ def run_eval(
     """Answer and score every item with ``chain`` (a :func:`grounded_answer_chain`).
 
     ``dataset`` is the items or a JSONL path. With ``table_uri`` the rows are appended to
-    the Delta evaluation log there (created on first use) in one commit. Request ids are
+    the Delta evaluation log there (created on first use) in one commit; a location no
+    store can open is a ``ValueError`` before any item is answered. Request ids are
     ``<run_id>:<item id>``, so the audit trail of a chain with a store ties back to the run.
     """
+    if table_uri is not None:
+        delta_location(table_uri)  # refused before the first item, not after the last
     items = load_dataset(dataset) if isinstance(dataset, str | Path) else list(dataset)
     run = run_id or f"eval-{uuid.uuid4().hex[:12]}"
     rows: list[EvalRow] = []

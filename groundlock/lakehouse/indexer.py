@@ -320,11 +320,12 @@ def index_documents(
     root = Path(source)
     if not root.exists():
         raise ValueError(f"no such file or folder: {root}")
+    # A location no table can have is refused before any document is read.
+    chunks_uri, vectors_uri = _table_uri(index, CHUNKS), _table_uri(index, EMBEDDINGS)
     target = _target_policy(policy, model)
     default_type = _default_type(target, default_knowledge_type)
     _check_settings(target, max_chars, max_document_bytes)
     documents, refused = _read_all(root, f"max_chars={max_chars}", max_document_bytes, default_type)
-    chunks_uri, vectors_uri = _table_uri(index, CHUNKS), _table_uri(index, EMBEDDINGS)
     chunk_table = _open(chunks_uri, storage_options)
     vector_table = _open(vectors_uri, storage_options)
     known, models = _indexed(vector_table)
