@@ -98,14 +98,18 @@ def check_location(location: str | None, option: str) -> None:
 def open_store(args: argparse.Namespace) -> DeltaAuditStore:
     """The store named by ``--store`` (or the environment).
 
-    None at all, or a location no store can have, is a usage error (exit 2).
+    None at all, a location no store can have, or a bad setting in the environment is a
+    usage error (exit 2).
     """
     if not args.store:
         raise UsageError("no store: pass --store URI or set GROUNDLOCK_STORE")
     # The vacuum minimum comes from configuration ($GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS),
     # never from the command line that asks for the vacuum.
     check_location(args.store, "--store")
-    return DeltaAuditStore(args.store)  # (touches nothing: any refusal comes before any work)
+    try:
+        return DeltaAuditStore(args.store)  # (touches nothing: a refusal comes before any work)
+    except ValueError as exc:  # a bad setting, such as $GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS
+        raise UsageError(str(exc)) from None
 
 
 def where(args: argparse.Namespace) -> str:

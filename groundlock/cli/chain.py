@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from groundlock.cli._shared import Parser, UsageError, store_option
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
-from groundlock.stores.location import delta_location
+from groundlock.stores import DeltaAuditStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -276,6 +276,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from groundlock.errors import PolicyError  # noqa: PLC0415
     from groundlock.policies.loader import DEFAULT_POLICY, load_policy  # noqa: PLC0415
+    from groundlock.serve.app import requesters_from_env  # noqa: PLC0415
 
     if not 1 <= args.port <= 65535 or args.workers < 1:
         raise UsageError("--port must be 1-65535 and --workers at least 1")
@@ -297,8 +298,11 @@ def _serve(args: argparse.Namespace) -> int:
         # here, not in every worker.
         limits = ServeLimits.from_env()
         limits.request_timeout(load_policy(args.policy or DEFAULT_POLICY))
-        if args.store:  # and so is a store location no worker could open (nothing opened)
-            delta_location(args.store)
+        # So are API keys and a store (its location, its settings) no worker could take: a
+        # worker that fails at start is started again and again by uvicorn's supervisor.
+        requesters_from_env()
+        if args.store:
+            DeltaAuditStore(args.store)  # (touches nothing: no delta-rs before the fork)
     except (ValueError, PolicyError) as exc:
         raise UsageError(str(exc)) from None
     # So is a model or policy that cannot be built: tried once here, without the store

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundlock.cli._shared import Parser, UsageError, check_location
+from groundlock.cli._shared import Parser, UsageError, check_location, open_store
 from groundlock.lakehouse import LEXICAL_POLICY
 from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES
 
@@ -256,14 +256,14 @@ def _ask_index(args: argparse.Namespace) -> int:
         raise UsageError("--index answers a question; it does not take --bundle or --batch")
     if not args.question or not args.question.strip():
         raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
-    check_location(args.store, "--store")  # before the index is opened
+    store = open_store(args) if args.store else None  # before the index is opened
     access, config = _access(args)
     front, policy = index_front(args.index, args.top_k, args.policy, access)
     chain_options: dict[str, Any] = {"policy": policy, "front": front}
     if args.model:
         chain_options["model"] = args.model
-    if args.store:
-        chain_options["store"] = args.store
+    if store is not None:
+        chain_options["store"] = store
     response = grounded_answer_chain(**chain_options).invoke(args.question, config=config)
     if args.json:
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")

@@ -147,11 +147,21 @@ class DeltaAuditStore:
             raise ValueError("flush_rows, flush_interval_seconds and commit_attempts must be > 0")
         self.flush_rows = flush_rows
         self.flush_interval_seconds = flush_interval_seconds
-        self.min_vacuum_retention_hours = (
-            min_vacuum_retention_hours
-            if min_vacuum_retention_hours is not None
-            else int(os.environ.get("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS", "168"))
-        )
+        if min_vacuum_retention_hours is None:
+            # Configuration, read when the store is made (before any work), and named when
+            # bad: int()'s own message names neither the variable nor what it wants.
+            raw = os.environ.get("GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS") or "168"
+            try:
+                min_vacuum_retention_hours = int(raw)
+            except ValueError:
+                min_vacuum_retention_hours = -1
+            if not 0 <= min_vacuum_retention_hours <= 1_000_000:
+                shown = raw if len(raw) <= 40 else raw[:39] + "…"
+                raise ValueError(
+                    "GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS must be a whole number of hours from "
+                    f"0 to 1,000,000, not {shown!r}"
+                )
+        self.min_vacuum_retention_hours = min_vacuum_retention_hours
         self.commit_attempts = commit_attempts
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
