@@ -22,8 +22,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 from groundlock.cli._shared import Parser, UsageError, check_location
+
+if TYPE_CHECKING:
+    from groundlock.stores.readers import InvalidRow
 
 __all__ = ["add_commands"]
 
@@ -134,25 +138,58 @@ def _compare(args: argparse.Namespace, words: list[str]) -> int:
         compare,
         comparison_html,
         format_summary,
-        read_eval_log,
+        read_eval_rows,
         summary_json,
     )
 
     if len(words) != 2:
         raise UsageError("eval compare RUN_A RUN_B")
     try:
-        summaries, changes = compare(read_eval_log(_need_store(args)), words[0], words[1])
+        rows = read_eval_rows(_need_store(args))
+        summaries, changes = compare(rows, words[0], words[1])
     except LookupError as exc:
         sys.stderr.write(f"groundlock: {exc}\n")
         return 1
+    # A row that breaks its model is in no summary: each is named, with what it breaks.
+    flagged = [f"! {_unread(row)}\n" for row in rows if _of_runs(row, words)]
     if args.html is not None:
         args.html.write_text(comparison_html(summaries, changes), encoding="utf-8")
     if args.json:
         sys.stdout.write(summary_json(summaries) + "\n")
+        sys.stderr.write("".join(f"groundlock: {line}" for line in flagged))
         return 0
     sys.stdout.write(format_summary(summaries) + "\n")
     if changes:
         sys.stdout.write("items that changed:\n" + "".join(f"  {c}\n" for c in changes))
     else:
         sys.stdout.write("no item changed\n")
+    if flagged:
+        sys.stdout.write("".join(flagged))
+        sys.stdout.write(f"{len(flagged)} row(s) break the row model: in no summary\n")
     return 0
+
+
+def _of_runs(row: object, runs: list[str]) -> TypeGuard[InvalidRow]:
+    """Whether ``row`` breaks its model and is of one of ``runs`` (or of no run it names)."""
+    from groundlock.stores.readers import InvalidRow  # noqa: PLC0415
+
+    if not isinstance(row, InvalidRow):
+        return False
+    run = row.get("run_id")
+    return run in runs or not isinstance(run, str)
+
+
+def _unread(row: InvalidRow) -> str:
+    """One line: the row's run and item (escaped if they hold a control character)."""
+    run, item = (_shown(row.get(name)) for name in ("run_id", "item_id"))
+    return (
+        f"the evaluation log holds a row that breaks its model (run {run}, item {item}): "
+        f"{'; '.join(row.problems)}"
+    )
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "-"
+    text = str(value)
+    return text if text.isprintable() else repr(text)

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from langchain_core.runnables import Runnable, RunnableSequence
 from pydantic import BaseModel, ConfigDict, StringConstraints, model_validator
@@ -54,6 +54,10 @@ from groundlock.contracts.response import PublicResponse
 from groundlock.contracts.state import Judged
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.location import delta_location
+from groundlock.stores.readers import InvalidRow, TrailDamaged, damaged, read_table, valid_rows
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 __all__ = [
     "EVAL_TABLE",
@@ -65,6 +69,7 @@ __all__ = [
     "format_summary",
     "load_dataset",
     "read_eval_log",
+    "read_eval_rows",
     "run_eval",
     "score",
     "set_review",
@@ -374,6 +379,47 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+_LOG = "the evaluation log"
+"""How an error names the table (never by its path or URI: a URI may carry a credential)."""
+
+
+def _open_log(table_uri: str | Path, storage_options: Mapping[str, str] | None) -> DeltaTable:
+    """The log's table; ``LookupError`` when there is none, ``TrailDamaged`` when damaged."""
+    from deltalake import DeltaTable  # noqa: PLC0415
+    from deltalake.exceptions import TableNotFoundError  # noqa: PLC0415
+
+    uri = delta_location(table_uri)
+    try:
+        return DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    except TableNotFoundError:
+        raise LookupError(f"{_LOG} does not exist") from None
+    except Exception as exc:  # noqa: BLE001  (a damaged log: named by kind, never by path)
+        raise TrailDamaged(f"{_LOG} cannot be opened ({type(exc).__name__})") from None
+
+
+def read_eval_rows(
+    table_uri: str | Path,
+    run_id: str | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> list[EvalRow | InvalidRow]:
+    """The log's rows as :func:`read_eval_log` orders them, a row that breaks its model kept.
+
+    Such a row is an :class:`~groundlock.stores.readers.InvalidRow` (its values as read,
+    and what it breaks) for the reader to show and flag. Raises ``LookupError`` when there
+    is no log, and :class:`~groundlock.stores.readers.TrailDamaged` (one line naming the
+    log and its data file) when a data file is gone or cannot be read.
+    """
+    condition = "" if run_id is None else f"run_id = {_sql_text(run_id)}"
+    return read_table(
+        _open_log(table_uri, storage_options),
+        EvalRow,
+        condition,
+        order_by="run_id, item_id, timestamp_utc",
+        label=_LOG,
+    )
+
+
 def read_eval_log(
     table_uri: str | Path,
     run_id: str | None = None,
@@ -382,24 +428,12 @@ def read_eval_log(
 ) -> list[EvalRow]:
     """The rows of the log (of one run, with ``run_id``), by run, then item, then time.
 
-    Read through delta-rs's own query engine, never pyarrow.
+    Read through delta-rs's own query engine, never pyarrow. A row that breaks its model
+    raises :class:`~groundlock.stores.readers.TrailDamaged` naming it (read it with
+    :func:`read_eval_rows` instead), as does a data file that is gone or unreadable; no log
+    at all is a ``LookupError``.
     """
-    from deltalake import DeltaTable, QueryBuilder  # noqa: PLC0415
-
-    table = DeltaTable(
-        delta_location(table_uri), storage_options=dict(storage_options or {}) or None
-    )
-    columns = list(EvalRow.model_fields)
-    sql = f"SELECT {', '.join(columns)} FROM t"  # noqa: S608  (column names are ours)
-    if run_id is not None:
-        sql += f" WHERE run_id = {_sql_text(run_id)}"
-    sql += " ORDER BY run_id, item_id, timestamp_utc"
-    result = QueryBuilder().register("t", table).execute(sql).read_all()
-    values = [column.to_pylist() for column in result.columns]
-    return [
-        EvalRow.model_validate(dict(zip(columns, row, strict=True)), strict=False)
-        for row in zip(*values, strict=True)
-    ]
+    return valid_rows(read_eval_rows(table_uri, run_id, storage_options=storage_options))
 
 
 def set_review(
@@ -413,25 +447,26 @@ def set_review(
 ) -> int:
     """Record a human review of one item of one run (a Delta update); the rows updated.
 
-    Raises ``LookupError`` when the run has no such item, so a typo is not a silent no-op.
+    Raises ``LookupError`` when the run has no such item, so a typo is not a silent no-op
+    (or when there is no log), and :class:`~groundlock.stores.readers.TrailDamaged` when a
+    data file the update reads is gone or unreadable.
     """
-    from deltalake import DeltaTable  # noqa: PLC0415
-
     if status not in {"approved", "rejected"}:
         raise ValueError("a review is approved or rejected")
     if not reviewer.strip():
         raise ValueError("a review names its reviewer")
-    table = DeltaTable(
-        delta_location(table_uri), storage_options=dict(storage_options or {}) or None
-    )
-    result = table.update(
-        new_values={
-            "review_status": status,
-            "reviewer": reviewer,
-            "reviewed_at": datetime.now(UTC),
-        },
-        predicate=f"run_id = {_sql_text(run_id)} AND item_id = {_sql_text(item_id)}",
-    )
+    table = _open_log(table_uri, storage_options)
+    try:
+        result = table.update(
+            new_values={
+                "review_status": status,
+                "reviewer": reviewer,
+                "reviewed_at": datetime.now(UTC),
+            },
+            predicate=f"run_id = {_sql_text(run_id)} AND item_id = {_sql_text(item_id)}",
+        )
+    except Exception as exc:  # noqa: BLE001  (delta-rs raises plain Exception)
+        raise damaged(table, exc, _LOG) from None
     updated = int(result.get("num_updated_rows", 0))
     if not updated:
         raise LookupError(f"run {run_id} has no item {item_id}")
@@ -497,23 +532,38 @@ def summary(rows: Iterable[EvalRow]) -> list[RunSummary]:
     return summaries
 
 
-def compare(rows: Iterable[EvalRow], run_a: str, run_b: str) -> tuple[list[RunSummary], list[str]]:
+def compare(
+    rows: Iterable[EvalRow | InvalidRow], run_a: str, run_b: str
+) -> tuple[list[RunSummary], list[str]]:
     """The summaries of two runs, and the items whose outcome differs between them.
 
     An item differs when its status, its pass or its cited chunks differ: the lines a
-    reviewer reads first when a policy, model or index version changed.
+    reviewer reads first when a policy, model or index version changed. A row that breaks
+    its model (:func:`read_eval_rows` keeps it) counts in no summary, and its item is
+    listed as not compared rather than as missing from its run.
     """
-    kept = [row for row in rows if row.run_id in {run_a, run_b}]
+    runs = {run_a, run_b}
+    kept = [row for row in rows if not isinstance(row, InvalidRow) and row.run_id in runs]
+    unread: dict[str, set[str]] = {}
+    for row in rows:
+        if isinstance(row, InvalidRow) and row.get("run_id") in runs:
+            unread.setdefault(str(row.get("item_id") or "-"), set()).add(row.get("run_id"))
     by_run: dict[str, dict[str, EvalRow]] = {run_a: {}, run_b: {}}
     for row in kept:
         by_run[row.run_id][row.item_id] = row
     for run in (run_a, run_b):
         if not by_run[run]:
-            raise LookupError(f"no rows for run {run}")
+            readable = " that can be read" if any(run in r for r in unread.values()) else ""
+            raise LookupError(f"no rows{readable} for run {run}")
     changes = []
-    for item_id in sorted(by_run[run_a].keys() | by_run[run_b].keys()):
+    for item_id in sorted(by_run[run_a].keys() | by_run[run_b].keys() | unread.keys()):
         a, b = by_run[run_a].get(item_id), by_run[run_b].get(item_id)
-        if a is None or b is None:
+        if item_id in unread:
+            changes.append(
+                f"{item_id}: not compared: the row of run {', '.join(sorted(unread[item_id]))} "
+                "breaks its model"
+            )
+        elif a is None or b is None:
             changes.append(f"{item_id}: only in {run_a if b is None else run_b}")
         elif (a.status, a.passed, a.actual_citations) != (b.status, b.passed, b.actual_citations):
             changes.append(

@@ -58,6 +58,7 @@ from groundlock.policies import Policy, load_policy
 from groundlock.policies.loader import DEFAULT_POLICY
 from groundlock.policies.ruleset import load_ruleset
 from groundlock.stores.location import delta_location
+from groundlock.stores.readers import query_dicts
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -74,6 +75,7 @@ __all__ = [
     "index_documents",
     "quote",
     "read_rows",
+    "table_label",
 ]
 
 LEXICAL_POLICY = "LEXICAL_POLICY_V1"
@@ -176,17 +178,19 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def read_rows(table: DeltaTable, sql: str) -> list[dict[str, Any]]:
+def read_rows(table: DeltaTable, sql: str, label: str = "the index") -> list[dict[str, Any]]:
     """Rows of a query over ``table`` (registered as ``t``), through delta-rs's engine.
 
     Never pyarrow: it is not a dependency, and it can abort at interpreter exit after a read.
+    A data file that is gone or unreadable raises
+    :class:`~groundlock.stores.readers.TrailDamaged`, naming ``label`` and the file.
     """
-    from deltalake import QueryBuilder  # noqa: PLC0415
+    return query_dicts(table, sql, label)
 
-    result = QueryBuilder().register("t", table).execute(sql).read_all()
-    names = result.schema.names
-    columns = [column.to_pylist() for column in result.columns]
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+def table_label(name: str) -> str:
+    """How an error names one of the index's tables (``the index's chunks table``)."""
+    return f"the index's {name} table"
 
 
 def _open(uri: str, options: dict[str, str] | None) -> DeltaTable | None:
@@ -275,7 +279,11 @@ def _indexed(table: DeltaTable | None) -> tuple[dict[str, str], set[str]]:
     """document_id -> document hash, and the embedding models, the table records."""
     if table is None:
         return {}, set()
-    rows = read_rows(table, "SELECT DISTINCT document_id, document_sha256, embedding_model FROM t")
+    rows = read_rows(
+        table,
+        "SELECT DISTINCT document_id, document_sha256, embedding_model FROM t",
+        table_label(EMBEDDINGS),
+    )
     return (
         {str(r["document_id"]): str(r["document_sha256"]) for r in rows},
         {str(r["embedding_model"]) for r in rows},

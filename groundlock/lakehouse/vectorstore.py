@@ -34,8 +34,10 @@ from groundlock.lakehouse.indexer import (
     INDEX_VERSION_KEY,
     quote,
     read_rows,
+    table_label,
 )
 from groundlock.stores.location import delta_location
+from groundlock.stores.readers import TrailDamaged, check_files, query_batches
 
 if TYPE_CHECKING:
     from arro3.core import RecordBatch
@@ -57,6 +59,13 @@ class DeltaVectorStore(VectorStore):
 
     ``filter`` (of every search) maps columns of :data:`FILTER_COLUMNS` to a value or a
     list of values (``{"knowledge_type": ["MANUAL", "NOTICE"], "equipment_id": "T7"}``).
+
+    A damaged index raises :class:`~groundlock.stores.readers.TrailDamaged` in one line
+    naming the table and the data file (never a path): a file gone from a local index when
+    the store is opened, one that cannot be read when it is searched, and a chunk row whose
+    access tags are not the indexer's JSON object when it is retrieved.
+    :class:`~groundlock.RetrievalFront` fails such a request closed (``RETRIEVAL_FAILED``),
+    with that line as the audit record's message.
     """
 
     def __init__(
@@ -75,10 +84,8 @@ class DeltaVectorStore(VectorStore):
         for name in (CHUNKS, EMBEDDINGS):
             if not DeltaTable.is_deltatable(self._uri(name), storage_options=storage_options):
                 raise ValueError(f"no lakehouse index at {self.uri} (no {name} table)")
-        self._chunks: DeltaTable = DeltaTable(self._uri(CHUNKS), storage_options=storage_options)
-        self._vectors: DeltaTable = DeltaTable(
-            self._uri(EMBEDDINGS), storage_options=storage_options
-        )
+        self._chunks: DeltaTable = self._open(CHUNKS)
+        self._vectors: DeltaTable = self._open(EMBEDDINGS)
         if check_model:
             from groundlock.lakehouse.indexer import embedding_name  # noqa: PLC0415
 
@@ -91,6 +98,18 @@ class DeltaVectorStore(VectorStore):
 
     def _uri(self, name: str) -> str:
         return f"{self.uri}/{name}"
+
+    def _open(self, name: str) -> DeltaTable:
+        from deltalake import DeltaTable  # noqa: PLC0415
+
+        try:
+            table = DeltaTable(self._uri(name), storage_options=self.storage_options)
+        except Exception as exc:  # noqa: BLE001  (a damaged log: named by kind, never by path)
+            raise TrailDamaged(
+                f"{table_label(name)} cannot be opened ({type(exc).__name__})"
+            ) from None
+        check_files(table, table_label(name))  # a file gone is named now, not mid-search
+        return table
 
     def refresh(self) -> None:
         """Read the tables' newest versions (a running service re-reads after re-indexing)."""
@@ -105,7 +124,9 @@ class DeltaVectorStore(VectorStore):
     @property
     def embedding_model(self) -> str | None:
         """The model the index's vectors came from (None for an empty index)."""
-        rows = read_rows(self._vectors, "SELECT embedding_model FROM t LIMIT 1")
+        rows = read_rows(
+            self._vectors, "SELECT embedding_model FROM t LIMIT 1", table_label(EMBEDDINGS)
+        )
         return str(rows[0]["embedding_model"]) if rows else None
 
     @property
@@ -161,10 +182,9 @@ class DeltaVectorStore(VectorStore):
         """(chunk_id, content_sha256, cosine) of the ``k`` best rows, best first.
 
         Ties are broken by chunk id, so the order is the same however the table is split
-        into files and batches.
+        into files and batches. A data file that cannot be read raises
+        :class:`~groundlock.stores.readers.TrailDamaged`, naming the table and the file.
         """
-        from deltalake import QueryBuilder  # noqa: PLC0415
-
         if k < 1:
             return []
         query = np.asarray(vector, dtype=np.float64)
@@ -176,8 +196,7 @@ class DeltaVectorStore(VectorStore):
             sql += f" WHERE {condition}"
         best_scores = np.empty(0, dtype=np.float64)
         best_ids: list[tuple[str, str]] = []
-        reader = QueryBuilder().register("t", self._vectors).execute(sql)
-        for batch in reader:
+        for batch in query_batches(self._vectors, sql, table_label(EMBEDDINGS)):
             if batch.num_rows == 0:
                 continue
             matrix = _matrix(batch, query.size)
@@ -219,6 +238,7 @@ class DeltaVectorStore(VectorStore):
             for row in read_rows(
                 self._chunks,
                 f"SELECT * FROM t WHERE chunk_id IN ({listed})",  # noqa: S608  (quoted ids)
+                table_label(CHUNKS),
             )
         }
         found: list[tuple[Document, float]] = []
@@ -331,8 +351,37 @@ def _ranked(scores: np.ndarray, ids: list[str]) -> list[int]:
 
 def _document(row: Mapping[str, Any]) -> Document:
     metadata = {k: v for k, v in row.items() if k not in _METADATA_SKIP and v is not None}
-    tags = json.loads(str(row.get("access_tags") or "{}"))
-    if isinstance(tags, dict):
-        metadata |= {str(k): v for k, v in tags.items() if k not in metadata}
+    metadata |= {k: v for k, v in _access_tags(row).items() if k not in metadata}
     metadata["knowledge_type_effective"] = row["knowledge_type"]
     return Document(id=str(row["chunk_id"]), page_content=str(row["chunk_text"]), metadata=metadata)
+
+
+def _access_tags(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The chunk's access tags, as the indexer stored them: a JSON object of text or lists.
+
+    Anything else was not written by the indexer, and the tags are what access control
+    checks: the row is named as damaged (the request fails closed) rather than served
+    with tags read some other way, or none.
+    """
+    raw = row.get("access_tags")
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        tags = None
+    if isinstance(tags, dict) and all(map(_is_tag, tags.values())):
+        return tags
+    chunk = repr(row.get("chunk_id"))
+    chunk = chunk if len(chunk) <= _SHOWN else chunk[: _SHOWN - 1] + "…"
+    raise TrailDamaged(
+        f"{table_label(CHUNKS)} holds a row that breaks its schema (chunk {chunk}): "
+        "access_tags: not a JSON object of text or lists of text"
+    )
+
+
+_SHOWN = 80
+
+
+def _is_tag(value: object) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(item, str) for item in value)
+    )

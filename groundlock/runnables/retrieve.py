@@ -55,6 +55,7 @@ from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.core.prompt_build import checked_question
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.runnables._stage import PolicyStage
+from groundlock.stores.readers import TrailDamaged
 from groundlock.text.tokens import get_token_counter
 
 __all__ = ["REQUEST_FIELDS", "RetrievalFront"]
@@ -389,12 +390,14 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         logger.warning(
             "retriever raised %s (request %s)\n%s", type(exc).__name__, request_id, frames
         )
-        return Rejection(
-            ReasonCode.RETRIEVAL_FAILED,
-            f"retrieval: the retriever raised {type(exc).__name__}",
-            request_id,
-            run_id,
+        # A damaged index is named (its table and data file, or its row): that message
+        # never holds a path, a URI or chunk text.
+        what = (
+            str(exc)
+            if isinstance(exc, TrailDamaged)
+            else f"the retriever raised {type(exc).__name__}"
         )
+        return Rejection(ReasonCode.RETRIEVAL_FAILED, f"retrieval: {what}", request_id, run_id)
 
     # -- after the search: authorise, rank, normalise -------------------------------------
 

@@ -9,12 +9,13 @@ only) and refuses such a row with a one-line :class:`TrailDamaged` instead.
 
 A data file that is gone or cannot be read stops a read with :class:`TrailDamaged`, whose
 message names the table and the file by its name inside the table. delta-rs's own message
-is never shown: it quotes paths and URIs, and a URI may carry a credential.
+is never shown: it quotes paths and URIs, and a URI may carry a credential. The lakehouse's
+readers (the evaluation log, the index) read through the same helpers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from groundlock.contracts.audit_rows import TableRow
 from groundlock.stores.sink import AuditUnavailable
 
 if TYPE_CHECKING:
+    from arro3.core import RecordBatch
     from deltalake import DeltaTable
 
     from groundlock.stores.delta import DeltaAuditStore
@@ -33,8 +35,12 @@ if TYPE_CHECKING:
 __all__ = [
     "InvalidRow",
     "TrailDamaged",
+    "check_files",
     "damaged",
     "damaged_file",
+    "missing_file",
+    "query_batches",
+    "query_dicts",
     "read_rows",
     "read_table",
     "run_query",
@@ -210,14 +216,47 @@ def run_query(table: DeltaTable, sql: str, label: str) -> list[tuple[Any, ...]]:
     Reads go through delta-rs's own query engine, never pyarrow (which can abort at
     interpreter exit after a read). A read that fails raises :func:`damaged`'s error.
     """
+    return _query(table, sql, label)[1]
+
+
+def query_dicts(table: DeltaTable, sql: str, label: str) -> list[dict[str, Any]]:
+    """As :func:`run_query`, each row a dict from the selected columns' names to values."""
+    names, rows = _query(table, sql, label)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def query_batches(table: DeltaTable, sql: str, label: str) -> Iterator[RecordBatch]:
+    """The record batches ``sql`` selects from ``table``, streamed (memory of one batch).
+
+    A batch that cannot be read (a data file gone mid-scan) raises :func:`damaged`'s error;
+    what the caller does with a batch raises as itself.
+    """
+    from deltalake import QueryBuilder  # noqa: PLC0415  (never imported before a fork)
+
+    try:
+        batches = iter(QueryBuilder().register("t", table).execute(sql))
+    except Exception as exc:  # noqa: BLE001  (delta-rs raises plain Exception)
+        raise damaged(table, exc, label) from None
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001
+            raise damaged(table, exc, label) from None
+        yield batch
+
+
+def _query(table: DeltaTable, sql: str, label: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     from deltalake import QueryBuilder  # noqa: PLC0415  (never imported before a fork)
 
     try:
         result = QueryBuilder().register("t", table).execute(sql).read_all()
+        names = list(result.schema.names)
         columns = [column.to_pylist() for column in result.columns]
     except Exception as exc:  # noqa: BLE001  (delta-rs raises plain Exception)
         raise damaged(table, exc, label) from None
-    return list(zip(*columns, strict=True)) if columns else []
+    return names, list(zip(*columns, strict=True)) if columns else []
 
 
 def damaged(table: DeltaTable, exc: BaseException, label: str) -> TrailDamaged:
@@ -229,7 +268,23 @@ def damaged(table: DeltaTable, exc: BaseException, label: str) -> TrailDamaged:
     found = damaged_file(table, exc)
     if found is None:
         return TrailDamaged(f"{label} cannot be read ({type(exc).__name__})")
-    return TrailDamaged(f"{label} cannot be read: its data file {found[0]} is {found[1]}")
+    return _file_damaged(label, *found)
+
+
+def check_files(table: DeltaTable, label: str) -> None:
+    """Raise :class:`TrailDamaged` if a data file ``table``'s log references is gone.
+
+    Only a local table is looked at (one ``stat`` a file; an object store is not asked):
+    a reader that opens a table once and reads it later can name the missing file when
+    it opens it, rather than fail somewhere in a later read.
+    """
+    gone = missing_file(table)
+    if gone is not None:
+        raise _file_damaged(label, gone, "missing")
+
+
+def _file_damaged(label: str, name: str, state: str) -> TrailDamaged:
+    return TrailDamaged(f"{label} cannot be read: its data file {name} is {state}")
 
 
 def damaged_file(table: DeltaTable, exc: BaseException) -> tuple[str, str] | None:
@@ -247,8 +302,20 @@ def damaged_file(table: DeltaTable, exc: BaseException) -> tuple[str, str] | Non
     if named is not None:
         gone = "not found" in text.lower() or _gone(named)
         return _file_name(named), "missing" if gone else "unreadable"
-    named = next((uri for uri in uris if _gone(uri)), None)
-    return None if named is None else (_file_name(named), "missing")
+    missing = next((_file_name(uri) for uri in uris if _gone(uri)), None)
+    return None if missing is None else (missing, "missing")
+
+
+def missing_file(table: DeltaTable) -> str | None:
+    """The name of a data file ``table``'s log references that is gone from a local disk.
+
+    None when every file is there, the table is not local, or its files cannot be listed.
+    """
+    try:
+        uris = list(table.file_uris())
+    except Exception:  # noqa: BLE001  (no list of files: no file is named)
+        return None
+    return next((_file_name(uri) for uri in uris if _gone(uri)), None)
 
 
 def _file_name(uri: str) -> str:
