@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundlock.cli._shared import Parser, UsageError, check_location, open_store
 from groundlock.lakehouse import LEXICAL_POLICY
-from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES
+from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES, PDF_FILE_RATIO
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -72,7 +72,8 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         type=int,
         default=MAX_DOCUMENT_BYTES // _MIB,
         metavar="MIB",
-        help=f"refuse a document whose text is larger (default {MAX_DOCUMENT_BYTES // _MIB})",
+        help=f"refuse a document whose text is larger (default {MAX_DOCUMENT_BYTES // _MIB}), "
+        f"and a PDF file over {PDF_FILE_RATIO} times that, before it is read",
     )
     index.add_argument(
         "--policy",

@@ -13,7 +13,8 @@ is a YAML file beside it, named after it (``manual.pdf.yaml``), with the same ke
 file's bytes enter the document's hash.
 
 Reading is bounded, because the files are not ours: a document's text is at most
-``max_bytes`` (:data:`MAX_DOCUMENT_BYTES` by default), front matter at most
+``max_bytes`` (:data:`MAX_DOCUMENT_BYTES` by default), a PDF file at most
+:data:`PDF_FILE_RATIO` times that (checked before pypdf reads it), front matter at most
 :data:`MAX_FRONT_MATTER_BYTES`, nested at most :data:`MAX_FRONT_MATTER_DEPTH` deep and
 without YAML anchors or aliases (a 1 kB alias bomb expands to gigabytes), and the chunker
 is linear in the text. Every refusal is a :class:`DocumentRefused` naming the file.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_FRONT_MATTER_BYTES",
     "MAX_FRONT_MATTER_DEPTH",
+    "PDF_FILE_RATIO",
     "RESERVED_KEYS",
     "SUFFIXES",
     "Chunk",
@@ -105,6 +108,11 @@ MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 A whole technical manual is a few MB of text; a larger file is more likely a dump or a
 mistake, and its chunks and vectors would sit in memory at once while it is indexed.
 """
+PDF_FILE_RATIO = 8
+"""How many times ``max_bytes`` (the limit on a document's text) a PDF file may be: 128 MiB
+by default. pypdf reads a whole file into memory before it gives the first page's text, so
+the file is bounded, by its size on disk, before it is read: fonts and images make a PDF
+larger than its text, but a file far larger is more likely a scan or a mistake."""
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 """Ceiling on a front-matter block or a PDF's metadata file: real ones are under 1 kB."""
 MAX_FRONT_MATTER_DEPTH = 16
@@ -212,7 +220,7 @@ def discover(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
 
 
-def _pdf_pages(path: Path, relative: str, max_bytes: int) -> tuple[tuple[int | None, str], ...]:
+def _pdf_pages(raw: bytes, relative: str, max_bytes: int) -> tuple[tuple[int | None, str], ...]:
     try:  # the optional extra groundlock[pdf]; imported by name, it may well be absent
         pypdf: Any = importlib.import_module("pypdf")
     except ImportError:
@@ -222,7 +230,7 @@ def _pdf_pages(path: Path, relative: str, max_bytes: int) -> tuple[tuple[int | N
     pages: list[tuple[int | None, str]] = []
     size = 0
     try:
-        reader = pypdf.PdfReader(path)
+        reader = pypdf.PdfReader(io.BytesIO(raw))
         for number, page in enumerate(reader.pages, 1):
             text = page.extract_text() or ""
             size += len(text.encode("utf-8", "replace"))
@@ -292,18 +300,20 @@ def read_document(
     Raises:
         DocumentRefused: text larger than ``max_bytes``, not UTF-8, front matter that is
             too large, too deep, not YAML, not a mapping or sets a reserved key, or a PDF
-            that cannot be read.
+            that cannot be read or whose file is larger than :data:`PDF_FILE_RATIO` times
+            ``max_bytes`` (refused before it is read).
     """
     relative = path.name if root.is_file() else path.relative_to(root).as_posix()
     meta: dict[str, Any] = {}
     if path.suffix.lower() == ".pdf":
-        raw = path.read_bytes()
+        pdf = _bounded(path, relative, PDF_FILE_RATIO * max_bytes, "the PDF file")
+        raw = pdf
         sidecar = path.with_name(path.name + ".yaml")
         if sidecar.is_file():
             side = _bounded(sidecar, f"{relative}.yaml", MAX_FRONT_MATTER_BYTES, "the file")
             raw += b"\0" + side
             meta = _front_matter(_utf8(side, f"{relative}.yaml"), f"{relative}.yaml")
-        pages = _pdf_pages(path, relative, max_bytes)
+        pages = _pdf_pages(pdf, relative, max_bytes)
     else:
         raw = _bounded(path, relative, max_bytes, "the file")
         # utf-8-sig: an editor's byte order mark must not hide the front matter behind it.
@@ -324,10 +334,15 @@ def read_document(
 
 
 def _bounded(path: Path, relative: str, limit: int, what: str) -> bytes:
-    """The file's bytes, refused before reading when it is larger than ``limit``."""
+    """The file's bytes, refused before reading when it is larger than ``limit``.
+
+    Never more than ``limit`` and one byte is read, even from a file that grew since it
+    was measured.
+    """
     if path.stat().st_size > limit:
         raise DocumentRefused(relative, _too_large(what, limit))
-    raw = path.read_bytes()
+    with path.open("rb") as source:
+        raw = source.read(limit + 1)
     if len(raw) > limit:  # it grew since stat
         raise DocumentRefused(relative, _too_large(what, limit))
     return raw

@@ -314,8 +314,9 @@ def index_documents(
     (a name or a :class:`~groundlock.Policy`; by default what ``groundlock ask --index``
     picks: ``LEXICAL_POLICY_V1`` for a lexical index, the library's default otherwise). A
     document without a ``knowledge_type`` is indexed as ``default_knowledge_type`` (by
-    default the policy's first allowed type), so that it answers. A document larger than
-    ``max_document_bytes`` is refused.
+    default the policy's first allowed type), so that it answers. A document whose text is
+    larger than ``max_document_bytes`` is refused, and so is a PDF file larger than
+    :data:`~groundlock.lakehouse.chunking.PDF_FILE_RATIO` times that, before it is read.
 
     Raises:
         DocumentRefused: a document R2 would refuse, or one that cannot be read (unless

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 
-def make_pdf(pages: list[str]) -> bytes:
-    """A PDF of one Helvetica text line per page, with a correct cross-reference table."""
+def make_pdf(pages: list[str], *, padding: int = 0) -> bytes:
+    """A PDF of one Helvetica text line per page, with a correct cross-reference table.
+
+    ``padding`` bytes of a comment after the header make the file larger, not its text.
+    """
     objects: list[bytes] = []
     n = len(pages)
     kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
@@ -21,6 +24,8 @@ def make_pdf(pages: list[str]) -> bytes:
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = bytearray(b"%PDF-1.4\n")
+    if padding:
+        out += b"%" + b"x" * padding + b"\n"
     offsets = []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))

@@ -125,13 +125,41 @@ def test_the_default_size_limit_is_16_mib_and_the_command_line_shows_it(
     assert "larger (default 16)" in " ".join(capsys.readouterr().out.split())
 
 
+def test_a_pdf_file_over_eight_times_the_text_limit_is_refused_before_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    pypdf = pytest.importorskip("pypdf")
+    from tests.lakehouse.pdf import make_pdf  # noqa: PLC0415
+
+    opened: list[object] = []
+    reader = pypdf.PdfReader
+    monkeypatch.setattr(pypdf, "PdfReader", lambda *a, **k: opened.append(a) or reader(*a, **k))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("---\nknowledge_type: SAFETY_NOTICE\n---\nShort.\n")
+    # A few words of text in a file of 8 MiB and more: under the text limit of 1 MiB, and
+    # indexed before (pypdf read the whole file into memory first).
+    (docs / "scan.pdf").write_bytes(make_pdf(["The pump is grey."], padding=8 * 1024 * 1024))
+    argv = ["index", str(docs), "--index", str(tmp_path / "idx"), "--max-document-mb", "1"]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err == "groundlock: scan.pdf: the PDF file is larger than the limit of 8,388,608 bytes\n"
+    assert opened == []  # pypdf never saw it
+    assert not (tmp_path / "idx" / "chunks").exists()
+    # Under the bound (a text limit of 2 MiB: a file of 16 MiB) it is read and indexed.
+    assert main([*argv[:-1], "2"]) == 0
+    assert len(opened) == 1
+
+
 def test_a_pdf_whose_text_is_over_the_limit_is_refused(tmp_path: Path):
     pytest.importorskip("pypdf")
     from tests.lakehouse.pdf import make_pdf  # noqa: PLC0415
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "manual.pdf").write_bytes(make_pdf(["x" * 80] * 4))
+    (docs / "manual.pdf").write_bytes(make_pdf(["x" * 80] * 4))  # 1,668 bytes, 320 of text
+    # (300: the file, under eight times that, is read; its text is not under 300)
     with pytest.raises(DocumentRefused, match=r"^manual\.pdf: its text is larger than the limit"):
-        index_documents(docs, tmp_path / "idx", max_document_bytes=200)
+        index_documents(docs, tmp_path / "idx", max_document_bytes=300)
     assert index_documents(docs, tmp_path / "idx", max_document_bytes=400).chunks_written == 4
