@@ -5,7 +5,8 @@ The file is read lazily and answered window by window through LangChain's own
 window, never by the file; each answer is written as soon as every line before it has
 been. Every non-blank line is a request, with one output line and, with a store, one audit
 record: a line that is not UTF-8 JSON, or JSON with no usable ``request_id`` (not an object,
-say), goes through the chain as the intake's own refusal under the id
+say), or longer than ``--max-line-bytes`` (:data:`MAX_LINE_BYTES`; read past in pieces,
+never held whole), goes through the chain as the intake's own refusal under the id
 ``<run_id>:line-<n>`` (never reaching the model), so its record and its output line agree
 and a re-run under the same ``--run-id`` adds no second record. The progress bar (rich) is
 drawn only on a terminal; the summary is a rich table on a terminal and plain lines in a log.
@@ -31,6 +32,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from typing_extensions import override
 
 from groundlock.cli._shared import UsageError, table_lines
+from groundlock.serve.limits import ServeLimits
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableSequence
@@ -40,7 +42,15 @@ if TYPE_CHECKING:
 
     from groundlock.contracts.response import PublicResponse
 
-__all__ = ["answer_file"]
+__all__ = ["MAX_LINE_BYTES", "answer_file"]
+
+MAX_LINE_BYTES = ServeLimits().max_body_bytes
+"""Longest line ``ask --batch`` reads (``--max-line-bytes``): 4 MiB, the body a served
+request may have. A longer line is never held whole: it is read past in pieces, answered
+FAILED ``INPUT_LIMIT_EXCEEDED`` and recorded, like any other line the intake refuses."""
+
+_SKIP_CHUNK = 2**16
+"""Bytes read at a time past the end of an over-long line."""
 
 
 _BATCH_WINDOW_MIN = 256
@@ -171,6 +181,7 @@ class _Batch:
         self.json: bool = args.json
         self.concurrency: int = args.concurrency
         self.run_id: str = args.run_id
+        self.max_line: int = getattr(args, "max_line_bytes", MAX_LINE_BYTES)
         self.limits = load_policy(args.policy or DEFAULT_POLICY).input_limits
         self.chain = chain
         self.counts: dict[tuple[str, str], int] = {}
@@ -235,29 +246,58 @@ class _Batch:
         window: list[_BatchLine] = []
         size = _batch_window(self.concurrency)
         offset = 0
-        for number, raw in self._lines(source):
-            offset += len(raw)
-            # Blank: JSON's own whitespace only (and a byte-order mark on the first line).
-            text = raw.removeprefix(_BOM) if number == 1 else raw
-            if not text.strip(_JSON_WHITESPACE):
-                self.blank += 1
-                continue
-            window.append(self._parse(number, offset, raw))
+        for number, raw, length in self._lines(source):
+            offset += length
+            if raw is None:  # longer than the limit: read past, never held
+                window.append(self._too_long(number, offset))
+            else:
+                # Blank: JSON's own whitespace only (and a byte-order mark on the first line).
+                text = raw.removeprefix(_BOM) if number == 1 else raw
+                if not text.strip(_JSON_WHITESPACE):
+                    self.blank += 1
+                    continue
+                window.append(self._parse(number, offset, raw))
             if len(window) >= size:
                 self._answer_window(window)
                 window = []
         self._answer_window(window)
 
-    def _lines(self, source: BinaryIO) -> Iterator[tuple[int, bytes]]:
-        """The lines, split at newlines only (a U+2028 in a string is no break), read lazily.
+    def _lines(self, source: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
+        """``(number, line, bytes)`` of each line, split at newlines only, read lazily.
 
-        A read error is a usage error (exit 2). This is a generator so that only errors of
+        (A U+2028 in a string is no break.) A line longer than the limit comes as None, with
+        its length: it is read past in pieces, so no more than the limit is ever held. A
+        read error is a usage error (exit 2). This is a generator so that only errors of
         reading are caught here: one from writing the answers (a closed pipe) stays itself.
         """
+        number = 0
         try:
-            yield from enumerate(source, start=1)
+            while raw := source.readline(self.max_line + 1):
+                number += 1
+                if len(raw) <= self.max_line or raw.endswith(b"\n"):
+                    yield number, raw, len(raw)
+                    continue
+                length = len(raw)
+                del raw
+                while (rest := source.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
+                    length += len(rest)
+                yield number, None, length + len(rest)
         except OSError as exc:
             raise UsageError(f"cannot read {self.path}: {type(exc).__name__}") from None
+
+    def _too_long(self, number: int, end: int) -> _BatchLine:
+        """An over-long line as the chain takes it: the intake's refusal, under its line's id."""
+        from groundlock.contracts.reasons import ReasonCode  # noqa: PLC0415
+        from groundlock.core.intake import Rejection  # noqa: PLC0415
+
+        request_id = self.line_request_id(number)
+        problem = f"longer than the limit of {self.max_line:,} bytes"
+        line = _BatchLine(number, end)
+        line.bundle = Rejection(
+            ReasonCode.INPUT_LIMIT_EXCEEDED, f"line {number}: {problem}", request_id, self.run_id
+        )
+        self._note(f"{self.path}:{number}: {problem}; FAILED as {request_id}, no model called")
+        return line
 
     def _parse(self, number: int, end: int, raw: bytes) -> _BatchLine:
         """The line as the chain takes it: the bundle, or the intake's refusal of the line.

@@ -54,6 +54,14 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     ask.add_argument("--policy", help=_policy_help())
     ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
     ask.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=_MAX_LINE_BYTES,
+        metavar="N",
+        help="with --batch: a longer line is answered FAILED INPUT_LIMIT_EXCEEDED without "
+        f"being held whole (default {_MAX_LINE_BYTES:,}, a served request's body)",
+    )
+    ask.add_argument(
         "--run-id",
         help="with --batch: the run's id, in the request id of a line that has none "
         "(<run-id>:line-<n>); the same id again records no line twice (default: a fresh one)",
@@ -92,6 +100,10 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
 
 
 _LEAST_DEADLINE = "the policy's model deadline plus a tenth, at least 120"
+_MAX_LINE_BYTES = ServeLimits().max_body_bytes
+"""A batch line's default limit: what a served request's body may be (4 MiB; the same as
+:data:`groundlock.cli.batch.MAX_LINE_BYTES`, which this module does not import early)."""
+_LARGEST_LINE = 2**30
 
 
 def _read_json(path: Path | None) -> object:
@@ -163,6 +175,8 @@ def _ask_batch(args: argparse.Namespace) -> int:
 
     if not 1 <= args.concurrency <= 256:
         raise UsageError("--concurrency must be between 1 and 256")
+    if not 1 <= args.max_line_bytes <= _LARGEST_LINE:
+        raise UsageError(f"--max-line-bytes must be between 1 and {_LARGEST_LINE:,}")
     args.run_id = _batch_run_id(args.run_id)
     try:
         source = args.batch.open("rb")
