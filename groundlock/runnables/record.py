@@ -9,7 +9,9 @@ no answer text reaches R6, let alone the caller.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -26,7 +28,23 @@ from groundlock.runnables._stage import ALL_OUTCOMES, StateStage
 from groundlock.stores.archive import EvidenceArchive, evidence_row
 from groundlock.stores.sink import AuditSink, AuditUnavailable
 
-__all__ = ["RecordValidation"]
+__all__ = ["AUDIT_CLAIM", "AuditClaim", "RecordValidation"]
+
+
+@dataclass(slots=True)
+class AuditClaim:
+    """Whether a request's audit write has been handed to its thread (see ``AUDIT_CLAIM``)."""
+
+    submitted: bool = False
+
+
+AUDIT_CLAIM: contextvars.ContextVar[AuditClaim | None] = contextvars.ContextVar(
+    "groundlock_audit_claim", default=None
+)
+"""Set by a caller that may cancel a request (the HTTP server) and must know whether its
+record is on its way. The async audit stage marks the claim the moment its write is handed
+to a thread, and shields that write from cancellation: a request cancelled after that point
+is recorded by the stage; one cancelled before it is not, and the caller records it."""
 
 logger = logging.getLogger("groundlock.audit")
 
@@ -83,8 +101,16 @@ class RecordValidation(StateStage[Judged, Judged]):
     @override
     async def _awork(self, stage_input: object, config: RunnableConfig) -> Judged:
         # The fsync would block the event loop: it runs on a worker thread, where concurrent
-        # requests share it (the spool's group commit).
-        return await asyncio.to_thread(self._work, stage_input, config)
+        # requests share it (the spool's group commit). Handed over at once (not when a task
+        # first runs) and shielded: once the claim says submitted, a cancellation of the
+        # request can no longer stop (or, still queued in the executor, drop) its record.
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        write = loop.run_in_executor(None, context.run, self._work, stage_input, config)
+        claim = AUDIT_CLAIM.get()
+        if claim is not None:
+            claim.submitted = True
+        return await asyncio.shield(write)
 
     @override
     def verify(self, state: Judged) -> Outcome | None:

@@ -54,7 +54,6 @@ from typing import Any, cast
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables import (
     Runnable,
     RunnableConfig,
@@ -77,7 +76,7 @@ from groundlock.core.intake import raw_limit_problem
 from groundlock.core.skipped import advanced, failed_state
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import InputLimits, Policy
-from groundlock.runnables.record import RecordValidation
+from groundlock.runnables.record import AUDIT_CLAIM, AuditClaim, RecordValidation
 from groundlock.serve.limits import ServeLimits
 from groundlock.stores.keys import RERUN_SEPARATOR
 
@@ -134,8 +133,10 @@ def create_app(
     loaded = load_policy(policy) if isinstance(policy, str) else policy
     request_timeout = serve_limits.request_timeout(loaded)  # (ValueError: below the least)
     keys = dict(requesters_from_env() if api_keys is None else api_keys)
+    # No slash redirects: a 307 to a URL built from the client's Host header, after work.
     app = FastAPI(
         title="groundlock", docs_url=None, redoc_url=None, openapi_url=None,
+        redirect_slashes=False,
     )  # fmt: skip
 
     @app.get("/health")
@@ -198,10 +199,10 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
     **Abandoned work is recorded.** The gate cancels a request that runs past its deadline
     or whose client went away, to free its slot at once (letting it finish would let
     abandoned work pile up past the deadline that bounds it). A cancelled request that had
-    not reached the audit stage is recorded here, FAILED with the gate's reason
+    not handed its audit write to a thread is recorded here, FAILED with the gate's reason
     (``DEADLINE_EXCEEDED``, ``CLIENT_DISCONNECTED``), through the chain's own audit stage,
-    so its key gets exactly one record. One that had reached it is recorded by the stage:
-    the write runs on a thread the cancellation does not stop.
+    so its key gets exactly one record. One that had is recorded by the stage: the stage
+    marks the request's :class:`AuditClaim` as it hands the write over, and shields it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -211,7 +212,7 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
     recorder: RecordValidation | None = None
     """The chain's audit stage (None: the chain keeps no trail)."""
 
-    def _told(self, config: RunnableConfig | None, watch: _AuditWatch) -> RunnableConfig:
+    def _told(self, config: RunnableConfig | None) -> RunnableConfig:
         config = ensure_config(config)
         requester = _REQUESTER.get()
         metadata = {
@@ -219,19 +220,13 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
             "requester_id": requester.requester_id if requester else None,
             "requester_role": requester.role if requester else None,
         }
-        callbacks = config.get("callbacks")
-        if isinstance(callbacks, BaseCallbackManager):
-            callbacks = callbacks.copy()
-            callbacks.add_handler(watch, inherit=True)
-        else:
-            callbacks = [*(callbacks or ()), watch]
-        return {**config, "metadata": metadata, "callbacks": callbacks}
+        return {**config, "metadata": metadata}
 
     @override
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> PublicResponse:
-        return self.chain.invoke(_owned(input), self._told(config, self._watch()))
+        return self.chain.invoke(_owned(input), self._told(config))
 
     @override
     async def ainvoke(
@@ -242,14 +237,17 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
     async def _request(
         self, item: object, config: RunnableConfig | None, gate: asyncio.Semaphore | None
     ) -> PublicResponse:
-        """One request, recorded as abandoned if cancelled before its audit stage."""
-        owned, watch = _owned(item), self._watch()
+        """One request, recorded as abandoned if cancelled before its audit write."""
+        owned, claim = _owned(item), AuditClaim()
+        token = AUDIT_CLAIM.set(claim)  # (this task's context; the chain's tasks copy it)
         try:
             async with gate or contextlib.nullcontext():
-                return await self.chain.ainvoke(owned, self._told(config, watch))
+                return await self.chain.ainvoke(owned, self._told(config))
         except asyncio.CancelledError:
-            self._abandoned(owned, watch)
+            self._abandoned(owned, claim)
             raise
+        finally:
+            AUDIT_CLAIM.reset(token)
 
     @override
     async def abatch(
@@ -284,19 +282,16 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
             raise
         return cast("list[PublicResponse]", results)
 
-    def _watch(self) -> _AuditWatch:
-        return _AuditWatch(self.recorder.get_name() if self.recorder else None)
-
-    def _abandoned(self, item: object, watch: _AuditWatch) -> None:
-        """Record a cancelled request whose audit stage had not started (see the class)."""
+    def _abandoned(self, item: object, claim: AuditClaim) -> None:
+        """Record a cancelled request whose audit write had not started (see the class)."""
         fate = _FATE.get()
-        if self.recorder is None or fate is None or fate.reason is None or watch.recording:
+        if self.recorder is None or fate is None or fate.reason is None or claim.submitted:
             return
         policy = self.recorder.policy
         message = _ABANDONED_MESSAGES[fate.reason]
         state = advanced(failed_state(item, policy, fate.reason, message), Judged, policy)
         # Synchronous, inside the cancelled task: the row is durable before the 504 goes.
-        self.recorder.invoke(state, self._told(None, _AuditWatch(None)))
+        self.recorder.invoke(state, self._told(None))
 
 
 @dataclass(slots=True)
@@ -312,21 +307,6 @@ _ABANDONED_MESSAGES = {
     ReasonCode.DEADLINE_EXCEEDED: "serving: the request ran past the server's deadline",
     ReasonCode.CLIENT_DISCONNECTED: "serving: the client went away before the answer",
 }
-
-
-class _AuditWatch(BaseCallbackHandler):
-    """Notes whether one request's run reached the audit stage (a LangChain callback)."""
-
-    run_inline = True  # called in the event loop as the stage starts, not on a thread
-
-    def __init__(self, stage_name: str | None) -> None:
-        self.stage_name = stage_name
-        self.recording = False
-
-    @override
-    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, **kwargs: Any) -> None:
-        if self.stage_name is not None and kwargs.get("name") == self.stage_name:
-            self.recording = True
 
 
 def _recorder(chain: Runnable[Any, Any]) -> RecordValidation | None:
@@ -393,6 +373,7 @@ class _Gate:
         self.app = app
         self.request_timeout = request_timeout
         self.keys = keys
+        self._keys = [(key.encode(), who) for key, who in keys.items()]
         self.limits = limits
         self.serve = serve
         self.max_body_bytes = serve.max_body_bytes
@@ -500,9 +481,10 @@ class _Gate:
     def _unauthorized(self, scope: Scope) -> JSONResponse | None:
         if not self.keys:
             return None
-        offered = Headers(scope=scope).get("x-api-key", "")
+        # As bytes: compare_digest refuses a str with a character outside ASCII (a 500).
+        offered = Headers(scope=scope).get("x-api-key", "").encode("latin-1")
         requester = next(
-            (who for key, who in self.keys.items() if hmac.compare_digest(key, offered)), None
+            (who for key, who in self._keys if hmac.compare_digest(key, offered)), None
         )
         if requester is None:
             return _error(401, "UNAUTHORIZED", "a valid X-API-Key header is required")
@@ -538,10 +520,14 @@ class _Gate:
             payload = json.loads(body, parse_constant=_not_json)
         except (ValueError, RecursionError):
             payload = None
-        if not isinstance(payload, dict):
+        if not isinstance(payload, dict) or _too_deep(payload):
             # Answered here: LangServe fails with a 500 on bytes that are not UTF-8, and on a
-            # NaN or Infinity it would echo in its 422.
-            text = "the request body must be a JSON object (standard JSON, UTF-8)"
+            # NaN or Infinity it would echo in its 422; and it parses the body again, deeper
+            # in the stack, where JSON nested just under this parser's limit overflowed.
+            text = (
+                "the request body must be a JSON object (standard JSON, UTF-8, "
+                f"nested at most {_MAX_DEPTH} deep)"
+            )
             return _error(422, "INVALID_JSON", text)
         route = _ROUTES.get(path)
         if route is None:
@@ -667,6 +653,25 @@ def _options_problem(payload: dict[str, Any], batch_size: int | None) -> str | N
     if not isinstance(payload.get("kwargs", {}), dict):
         return "'kwargs' must be a JSON object"
     return None
+
+
+_MAX_DEPTH = 64
+"""Deepest JSON nesting a body may have; a bundle needs about five levels."""
+
+
+def _too_deep(payload: object) -> bool:
+    """Whether ``payload`` nests containers deeper than ``_MAX_DEPTH`` (iteratively)."""
+    level: list[dict[str, Any] | list[Any]] = [payload] if isinstance(payload, dict | list) else []
+    for _ in range(_MAX_DEPTH):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def _kind(value: object) -> str:

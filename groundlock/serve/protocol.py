@@ -6,10 +6,12 @@ as long as the client likes, and enough of them use up the worker's file descrip
 protocol closes a connection whose next request's headers are not complete within
 ``GROUNDLOCK_READ_TIMEOUT_SECONDS`` (:class:`~groundlock.serve.limits.ServeLimits`) of its
 first byte, or of the connection's start. The body then has its own deadline of the same
-length, in the app's gate, before the request takes an in-flight slot.
+length, in the app's gate, before the request takes an in-flight slot. And a client that
+stops reading its responses (pipelining requests without reading the answers, so writing
+pauses) is cut after the same time: uvicorn would keep writing to it forever.
 
 A subclass of uvicorn's own ``h11`` protocol (``groundlock serve`` passes it as
-``http=``), not a re-implementation: only the timer is added. Hand-written because neither
+``http=``), not a re-implementation: only the timers are added. Hand-written because neither
 uvicorn nor h11 offers a header timeout.
 """
 
@@ -35,6 +37,7 @@ class HeaderTimedH11Protocol(H11Protocol):
     """``H11Protocol`` that closes a connection whose request headers take too long."""
 
     _header_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
 
     @override
     def connection_made(self, transport: Any) -> None:
@@ -52,7 +55,31 @@ class HeaderTimedH11Protocol(H11Protocol):
     @override
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._stop_write_timer()
         super().connection_lost(exc)
+
+    @override
+    def pause_writing(self) -> None:
+        # The client stopped reading what it asked for (its socket buffer is full): the same
+        # read timeout bounds how long it may keep the connection, and a slot, so.
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(_read_timeout(), self._not_reading)
+
+    @override
+    def resume_writing(self) -> None:
+        self._stop_write_timer()
+        super().resume_writing()
+
+    def _stop_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _not_reading(self) -> None:
+        self._write_timer = None
+        if not self.transport.is_closing():
+            self.transport.abort()
 
     def _arm(self) -> None:
         if self._header_timer is None and not self.transport.is_closing():

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
-from groundlock.stores.keys import new_rows, rerun_of
+from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local
 from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
@@ -486,13 +486,34 @@ class DeltaAuditStore:
             return
 
     def _absent(self, table: DeltaTable, rows: list[RowT]) -> list[RowT]:
-        """The first row of each key the table does not hold yet (unkeyed rows always)."""
+        """The first row of each execution the table does not hold yet (unkeyed rows always).
+
+        The key rule is :func:`groundlock.stores.keys.new_rows`. Query rows follow the
+        validations table (committed first): an execution it holds under a derived run id
+        goes under the same one here, so two writers committing in another order in the two
+        tables cannot pair one request's query row with another's validation row.
+        """
         keys = {key for key in (row.key() for row in rows) if key is not None}
         if not keys:
             return rows
-        outcome_fields = rows[0].outcome_fields
-        present: dict[tuple[str, str], tuple[object, ...]] = {}
         ids = sorted({request_id for request_id, _ in keys})
+        present = self._present(table, ids, rows[0].outcome_fields)
+        placed = None
+        if isinstance(rows[0], QueryRow):
+            first = self._open(ValidationRow)
+            placed = family_index(self._present(first, ids, ValidationRow.outcome_fields))
+        kept = []
+        for row, rerun in new_rows(rows, present, _rerun, placed):  # in spool order
+            if rerun:
+                _report_other_outcome(row.key() or ("", ""))
+            kept.append(row)
+        return kept
+
+    def _present(
+        self, table: DeltaTable, ids: Sequence[str], outcome_fields: Sequence[str]
+    ) -> dict[tuple[str, str], tuple[object, ...]]:
+        """Every key ``table`` holds for ``ids``, with its outcome (the first row's)."""
+        present: dict[tuple[str, str], tuple[object, ...]] = {}
         columns = "".join(f", t.{name}" for name in outcome_fields)
         # A join with a VALUES list: DataFusion plans it far faster than a long IN list.
         for start in range(0, len(ids), _LOOKUP_CHUNK):
@@ -503,12 +524,7 @@ class DeltaAuditStore:
             )
             for request_id, run_id, *outcome in self._query(table, sql):
                 present.setdefault((request_id, run_id or ""), tuple(outcome))
-        kept = []
-        for row, rerun in new_rows(rows, present, _rerun):  # in spool order
-            if rerun:
-                _report_other_outcome(row.key() or ("", ""))
-            kept.append(row)
-        return kept
+        return present
 
     @staticmethod
     def _query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:

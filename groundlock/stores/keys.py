@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
-__all__ = ["RERUN_SEPARATOR", "KeyedRow", "new_rows", "rerun_of"]
+__all__ = ["RERUN_SEPARATOR", "KeyedRow", "family_index", "new_rows", "rerun_of"]
 
 RERUN_SEPARATOR = "~"
 """Between a run id and its re-execution number. Served client run ids may not hold it."""
@@ -61,10 +61,29 @@ def _number(run_id: str, base: str) -> int | None:
     return int(tail) if tail.isascii() and tail.isdigit() and tail[0] != "0" else None
 
 
+def family_index(
+    present: Mapping[tuple[str, str], tuple[object, ...]],
+) -> dict[tuple[str, str, tuple[object, ...]], str]:
+    """Where each outcome of each key's family is recorded.
+
+    Maps ``(request_id, plain run_id, outcome)`` to the run id (plain or derived) holding it.
+
+    What the second table of a request follows: its row goes where the first table put the
+    same execution, so both tables number re-executions alike whatever order concurrent
+    writers commit in.
+    """
+    placed: dict[tuple[str, str, tuple[object, ...]], str] = {}
+    for (request_id, run_id), outcome in present.items():
+        base = rerun_of(run_id, outcome[0] if outcome else None)
+        placed.setdefault((request_id, run_id if base is None else base, outcome), run_id)
+    return placed
+
+
 def new_rows(
     rows: Iterable[RowT],
     present: Mapping[tuple[str, str], tuple[object, ...]],
     rerun: Callable[[RowT, str], RowT],
+    placed: Mapping[tuple[str, str, tuple[object, ...]], str] | None = None,
 ) -> list[tuple[RowT, bool]]:
     """The rows of ``rows`` a table holding ``present`` does not hold yet, in order.
 
@@ -73,6 +92,9 @@ def new_rows(
     family (the key and its derived keys) already records is left out; one with a new
     outcome is kept, under ``rerun(row, derived_run_id)`` if its key is taken. Each kept
     row comes with whether it is such a re-execution. Unkeyed rows are always kept.
+
+    ``placed`` (:func:`family_index` of the table written first) fixes where an execution
+    goes when that table already holds it: the same run id, plain or derived.
     """
     families: dict[tuple[str, str], dict[str, tuple[object, ...]]] = {}
     for (request_id, run_id), outcome in present.items():
@@ -89,6 +111,11 @@ def new_rows(
         if outcome in family.values():
             continue  # this execution is recorded already
         request_id, run_id = key
+        target = (placed or {}).get((request_id, run_id, outcome))
+        if target is not None and target not in family:
+            family[target] = outcome
+            kept.append((row if target == run_id else rerun(row, target), target != run_id))
+            continue
         if run_id not in family:
             family[run_id] = outcome
             kept.append((row, False))

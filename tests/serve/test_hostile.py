@@ -8,6 +8,7 @@ model, the real ``ChatOpenAI`` against the local fake OpenAI server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -384,3 +385,98 @@ def test_a_deadline_the_policy_cannot_keep_is_refused_at_start(flags: list[str],
     assert result.returncode == 2, result.stderr
     assert says in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_requests_cut_while_their_audit_write_waits_are_each_recorded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A slow disk (every fsync takes 0.2 s) and more requests than the executor has
+    # threads: most audit writes are queued when the clients go away. A queued write that
+    # the cancellation dropped left no record at all (the stage had started, so the server
+    # did not record the request either). Each request: exactly one record.
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        time.sleep(0.2)
+        real_fsync(fd)
+
+    store = DeltaAuditStore(tmp_path / "audit")
+    app = create_app(grounded_answer_chain(store=store), api_keys=KEYS, limits=_limits())
+    ids = [f"queued-{i}" for i in range(48)]
+    with Served(app) as served:
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        clients = []
+        for request_id in ids:
+            body = json.dumps({"input": make_bundle(request_id=request_id)}).encode()
+            connection = socket.create_connection(("127.0.0.1", served.port))
+            connection.sendall(
+                b"POST /answer/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"X-API-Key: {GOOD_KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            clients.append(connection)
+        time.sleep(0.3)
+        for connection in clients:
+            connection.close()
+        time.sleep(1.0)
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        rows = _recorded(store, set(ids))
+    assert sorted(r.request_id for r in rows) == sorted(ids)
+    assert {r.failure_reason for r in rows} <= {None, "CLIENT_DISCONNECTED"}
+
+
+def test_a_client_that_reads_no_responses_is_cut(offline: tuple[Served, DeltaAuditStore]) -> None:
+    # Pipelined requests whose answers are never read: writing pauses, no timer ran, and
+    # the connection (with a slot, on a gated route) stayed as long as the client liked.
+    served, _ = offline
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    client.connect(("127.0.0.1", served.port))
+    request = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    client.settimeout(0.0)  # non-blocking
+    pending, started = request * 20000, time.monotonic()
+    while pending and time.monotonic() - started < 5:
+        try:
+            pending = pending[client.send(pending) :]
+        except BlockingIOError:
+            time.sleep(0.01)
+    time.sleep(READ_TIMEOUT + 2)  # reading nothing
+    client.settimeout(5)
+    answered = 0
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := client.recv(1 << 20):
+            answered += chunk.count(b"HTTP/1.1 200")
+    client.close()
+    assert answered < 20000  # cut before it had written them all
+
+
+def test_deep_json_and_a_non_ascii_key_are_4xx_not_500(
+    offline: tuple[Served, DeltaAuditStore],
+) -> None:
+    # JSON nested just under the gate's parser limit overflowed LangServe's second parse
+    # (500, traceback); an X-API-Key outside ASCII made compare_digest raise (500).
+    served, _ = offline
+    with httpx.Client(base_url=served.url, headers=GOOD, timeout=30) as client:
+        for depth in (65, 500, 960, 966, 970, 2000, 100_000):
+            body = '{"input": {"request_id": "d"}, "kwargs": {"a": ' + "[" * depth
+            body += "]" * depth + "}}"
+            response = client.post("/answer/invoke", content=body.encode())
+            assert response.status_code == 422, (depth, response.text[:200])
+            assert response.json()["error"]["code"] == "INVALID_JSON"
+        shallow = client.post("/answer/invoke", json={"input": make_bundle(request_id="shallow")})
+        assert shallow.json()["output"]["status"] == "OK"
+    for key in ("ключ-0123456789abcdef", "é" * 24, GOOD_KEY[:-1] + "\u00ff"):
+        response = httpx.post(
+            f"{served.url}/answer/invoke",
+            content=json.dumps({"input": make_bundle()}).encode(),
+            headers=[(b"X-API-Key", key.encode())],
+            timeout=10,
+        )
+        assert response.status_code == 401, response.text
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"
+    # No slash redirect either (it was a 307 to a URL built from the client's Host).
+    moved = httpx.post(
+        f"{served.url}/answer/invoke/", json={"input": make_bundle()}, headers=GOOD, timeout=10
+    )
+    assert moved.status_code == 404
+    assert "location" not in moved.headers

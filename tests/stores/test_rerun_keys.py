@@ -127,3 +127,38 @@ def test_the_key_rule_in_one_commit() -> None:
     assert rerun_of("a~12") == "a"
     assert rerun_of("a~b~3") == "a~b"
     assert rerun_of("plain") is None
+
+
+def test_both_tables_number_re_executions_alike_whatever_order_writers_commit_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two writers (two serve workers) record the same key with three outcomes; writer 1's
+    # queries commit fails once (a transient storage error: its rows stay in its spool),
+    # so the tables see the executions in another order. Numbered per table, one request's
+    # query row was paired with another execution's validations row.
+    first = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+    second = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+    first.record(*_pair("a:K", None))
+    first.flush()
+    first.record(*_pair("a:K", "EMPTY_ANSWER"))
+    second.record(*_pair("a:K", "UNCITED_FACTUAL_STATEMENT"))
+    real = first._append_segments
+    failed: list[int] = []
+
+    def flaky(row_type: type[Any], *args: Any, **kwargs: Any) -> None:
+        if row_type is QueryRow and not failed:
+            failed.append(1)
+            raise OSError("transient storage error")
+        real(row_type, *args, **kwargs)
+
+    monkeypatch.setattr(first, "_append_segments", flaky)
+    first.flush()  # validations in; queries kept in the spool
+    second.flush()  # both tables
+    first.flush()  # the queries again
+    validations = {r.run_id: r.outcome_sha256 for r in first.select(ValidationRow)}
+    queries = {r.run_id: r.outcome_sha256 for r in first.select(QueryRow)}
+    assert failed
+    assert len(validations) == 3
+    assert queries == validations
+    first.close()
+    second.close()
