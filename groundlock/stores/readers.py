@@ -15,7 +15,7 @@ readers (the evaluation log, the index) read through the same helpers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +53,9 @@ RowT = TypeVar("RowT", bound=TableRow)
 
 _TIMESTAMP = "timestamp_utc"
 """Read as its integer microseconds and converted here: one value past the years Python
-holds would otherwise fail the conversion of the whole column, and with it the read."""
+holds would otherwise fail the conversion of the whole column, and with it the read. So is
+every other timestamp column a table holds."""
+_TIMESTAMP_TYPES = frozenset({"timestamp", "timestamp_ntz"})
 
 
 class TrailDamaged(AuditUnavailable):
@@ -145,9 +147,18 @@ def read_table(
     ``label`` is how an error names the table (default ``the <table> table``). A column the
     table lacks (written by an older groundlock, not yet upgraded) reads as null.
     """
-    present = {field.name for field in table.schema().fields}
+    fields = table.schema().fields
+    present = {field.name for field in fields}
     columns = list(row_type.model_fields)
-    sql = f"SELECT {select_list(columns, present)} FROM t"  # noqa: S608  (column names are ours)
+    # Every timestamp column, not only timestamp_utc: one value past the years Python holds
+    # (a review's time in the evaluation log, say) must not make the whole table unreadable.
+    timestamps = [
+        field.name
+        for field in fields
+        if getattr(field.type, "type", None) in _TIMESTAMP_TYPES and field.name in columns
+    ]
+    selected = select_list(columns, present, timestamps=timestamps)
+    sql = f"SELECT {selected} FROM t"  # noqa: S608  (column names are ours)
     if where:
         sql += f" WHERE {where}"
     sql += f" ORDER BY {order_by}"
@@ -155,18 +166,24 @@ def read_table(
         sql += f" LIMIT {int(limit)}"
     label = label or f"the {row_type.table} table"
     return [
-        table_row(row_type, dict(zip(columns, values, strict=True)))
+        table_row(row_type, dict(zip(columns, values, strict=True)), timestamps=timestamps)
         for values in run_query(table, sql, label)
     ]
 
 
-def select_list(columns: Sequence[str], present: set[str], prefix: str = "") -> str:
-    """The SELECT list of ``columns``: absent ones as null, the timestamp as microseconds."""
+def select_list(
+    columns: Sequence[str],
+    present: set[str],
+    prefix: str = "",
+    *,
+    timestamps: Collection[str] = (_TIMESTAMP,),
+) -> str:
+    """The SELECT list of ``columns``: absent ones as null, ``timestamps`` as microseconds."""
     selected = []
     for name in columns:
         if name not in present:
             selected.append(f"NULL AS {name}")
-        elif name == _TIMESTAMP:
+        elif name in timestamps:
             # Under a name of its own: DataFusion takes ``t.<name>`` beside an alias ``<name>``
             # for an ambiguous column.
             selected.append(f"CAST({prefix}{name} AS BIGINT) AS {name}_micros")
@@ -175,16 +192,23 @@ def select_list(columns: Sequence[str], present: set[str], prefix: str = "") -> 
     return ", ".join(selected)
 
 
-def table_row(row_type: type[RowT], values: dict[str, Any]) -> RowT | InvalidRow:
+def table_row(
+    row_type: type[RowT],
+    values: dict[str, Any],
+    *,
+    timestamps: Collection[str] = (_TIMESTAMP,),
+) -> RowT | InvalidRow:
     """The row model of one row as :func:`select_list` read it, or what it breaks."""
     problems: tuple[str, ...] = ()
-    checked = values
-    if isinstance(values.get(_TIMESTAMP), int):
-        moment = _moment(values[_TIMESTAMP])
-        values[_TIMESTAMP] = moment
-        if isinstance(moment, str):  # the rest of the row is still checked
-            problems = (f"{_TIMESTAMP}: outside the years 1 to 9999",)
-            checked = {**values, _TIMESTAMP: _EPOCH}
+    unheld: dict[str, datetime] = {}
+    for name in timestamps:
+        if isinstance(values.get(name), int):
+            moment = _moment(values[name])
+            values[name] = moment
+            if isinstance(moment, str):  # the rest of the row is still checked
+                problems += (f"{name}: outside the years 1 to 9999",)
+                unheld[name] = _EPOCH
+    checked = {**values, **unheld} if unheld else values
     try:
         row = row_type.model_validate(checked, strict=False)
     except ValidationError as exc:

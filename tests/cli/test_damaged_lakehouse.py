@@ -143,6 +143,24 @@ def test_compare_json_stays_json_and_flags_bad_rows_on_stderr(
     assert err.count("groundlock: ! the evaluation log holds a row that breaks its model") == 2
 
 
+def test_a_review_time_python_cannot_hold_is_flagged_not_fatal(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One value past the year 9999 failed the conversion of its whole column: "the
+    # evaluation log cannot be read (ValueError)", for every run in it.
+    far = f"arrow_cast({2**62}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
+    DeltaTable(str(copy / "log")).update(
+        updates={"reviewed_at": far}, predicate="run_id = 'a' AND item_id = 'g01'"
+    )
+    code, out, err = _run(capsys, "eval", "compare", "a", "b", "--store", str(copy / "log"))
+    assert code == 0, err
+    assert (
+        "! the evaluation log holds a row that breaks its model (run a, item g01): "
+        "reviewed_at: outside the years 1 to 9999"
+    ) in out.splitlines()
+    assert "  g01: not compared: the row of run a breaks its model" in out.splitlines()
+
+
 def test_read_eval_log_refuses_a_row_that_breaks_its_model_in_one_line(copy: Path) -> None:
     _bad_rows(copy / "log")
     with pytest.raises(TrailDamaged) as raised:
