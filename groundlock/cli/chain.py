@@ -291,6 +291,7 @@ def _serve(args: argparse.Namespace) -> int:
     from groundlock.errors import PolicyError  # noqa: PLC0415
     from groundlock.policies.loader import DEFAULT_POLICY, load_policy  # noqa: PLC0415
     from groundlock.serve.app import requesters_from_env  # noqa: PLC0415
+    from groundlock.serve.protocol import UVICORN_OPTIONS  # noqa: PLC0415
 
     if not 1 <= args.port <= 65535 or args.workers < 1:
         raise UsageError("--port must be 1-65535 and --workers at least 1")
@@ -310,18 +311,22 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         # A bad limit, or a deadline below the policy's model deadline, is a usage error
         # here, not in every worker.
+        # (What the workers will read: the flags above, else the environment.)
+        policy = os.environ.get("GROUNDLOCK_POLICY") or DEFAULT_POLICY
+        model = os.environ.get("GROUNDLOCK_MODEL") or None
+        store = os.environ.get("GROUNDLOCK_STORE") or None
         limits = ServeLimits.from_env()
-        limits.request_timeout(load_policy(args.policy or DEFAULT_POLICY))
+        limits.request_timeout(load_policy(policy))
         # So are API keys and a store (its location, its settings) no worker could take: a
         # worker that fails at start is started again and again by uvicorn's supervisor.
         requesters_from_env()
-        if args.store:
-            DeltaAuditStore(args.store)  # (touches nothing: no delta-rs before the fork)
+        if store:
+            DeltaAuditStore(store)  # (touches nothing: no delta-rs before the fork)
     except (ValueError, PolicyError) as exc:
         raise UsageError(str(exc)) from None
     # So is a model or policy that cannot be built: tried once here, without the store
     # (delta-rs must not start before the fork).
-    _chain_for(argparse.Namespace(model=args.model, policy=args.policy, store=None))
+    _chain_for(argparse.Namespace(model=model, policy=policy, store=None))
     host = f"[{args.host}]" if ":" in args.host else args.host
     workers = f"{args.workers} worker{'s' * (args.workers > 1)}"
     sys.stderr.write(f"groundlock serve: http://{host}:{args.port}/answer ({workers})\n")
@@ -332,7 +337,6 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         log_level="warning",
-        # Headers under the read timeout (uvicorn has no such limit of its own).
-        http="groundlock.serve.protocol:HeaderTimedH11Protocol",
+        **UVICORN_OPTIONS,
     )
     return 0

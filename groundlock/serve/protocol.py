@@ -25,7 +25,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from groundlock.serve.limits import ServeLimits
 
-__all__ = ["HeaderTimedH11Protocol"]
+__all__ = ["UVICORN_OPTIONS", "HeaderTimedH11Protocol"]
 
 
 def _read_timeout() -> float:
@@ -96,3 +96,13 @@ class HeaderTimedH11Protocol(H11Protocol):
             self.transport.is_closing()
         ):
             self.transport.close()
+
+
+UVICORN_OPTIONS: dict[str, Any] = {
+    # Headers (and unread responses) under the read timeout: uvicorn has no such limit.
+    "http": "groundlock.serve.protocol:HeaderTimedH11Protocol",
+    # The client's address is the socket's: a trusted X-Forwarded-For would let one client
+    # pass as many and escape the per-client limit (behind a proxy, use API keys).
+    "proxy_headers": False,
+}
+"""What ``groundlock serve`` passes to uvicorn beside host, port and workers."""

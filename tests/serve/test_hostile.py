@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,10 @@ import uvicorn
 from langchain_openai import ChatOpenAI
 
 from groundlock import grounded_answer_chain, load_policy
+from groundlock.policies.loader import lock_policy
 from groundlock.serve import Requester, ServeLimits, create_app
 from groundlock.serve.limits import least_request_timeout
-from groundlock.serve.protocol import HeaderTimedH11Protocol
+from groundlock.serve.protocol import UVICORN_OPTIONS
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
 from tests.builders import make_bundle, make_row, policy_with
 from tests.fakes.openai_server import FakeOpenAI, Slow
@@ -71,9 +73,8 @@ class Served:
     def __init__(self, app: Any) -> None:
         self.port = _free_port()
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning",
-            http=HeaderTimedH11Protocol, timeout_keep_alive=5,
-        )  # fmt: skip
+            app, host="127.0.0.1", port=self.port, log_level="warning", **UVICORN_OPTIONS
+        )  # (what groundlock serve runs)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -367,6 +368,26 @@ def test_a_client_that_goes_away_frees_its_slot_and_is_recorded(
     ]
 
 
+def test_the_start_check_reads_the_policy_the_workers_will_read(tmp_path: Path) -> None:
+    # GROUNDLOCK_POLICY (documented) was not what the check loaded: a policy whose model
+    # deadline needs 220 s passed with 120 s, and the workers then failed, again and again.
+    builtin = Path(str(resources.files("groundlock.policies"))) / "R2_POLICY_V3.json"
+    data = json.loads(builtin.read_text(encoding="utf-8"))
+    data["policy_version"] = "SLOW_MODEL_V1"
+    data["execution"]["request_deadline_seconds"] = 200.0
+    path = tmp_path / "SLOW_MODEL_V1.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lock_policy(path)
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("groundlock")), "serve", "--port", "1",
+         "--request-timeout-seconds", "120"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "GROUNDLOCK_POLICY": str(path)},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "at least 220 s under SLOW_MODEL_V1" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
@@ -480,3 +501,31 @@ def test_deep_json_and_a_non_ascii_key_are_4xx_not_500(
     )
     assert moved.status_code == 404
     assert "location" not in moved.headers
+
+
+def test_a_forwarded_for_header_does_not_make_one_client_many(
+    slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
+) -> None:
+    # Keys off, one request at a time per client (its address). uvicorn trusted
+    # X-Forwarded-For from loopback by default: a new value per request was a new client.
+    _, store, openai = slow_model
+    model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=openai.url)  # type: ignore[arg-type]
+    chain = grounded_answer_chain(model=model, policy=SHORT, store=store)
+    limits = _limits(request_timeout_seconds=least_request_timeout(SHORT),
+                     max_in_flight_per_client=1)  # fmt: skip
+    app = create_app(chain, policy=SHORT, api_keys={}, limits=limits)
+    openai.script(Slow(1.5))
+    with Served(app) as served:
+        held = threading.Thread(
+            target=httpx.post, args=(f"{served.url}/answer/invoke",),
+            kwargs={"json": {"input": _bundle("held")}, "timeout": 30},
+        )  # fmt: skip
+        held.start()
+        time.sleep(0.5)
+        other = httpx.post(
+            f"{served.url}/answer/invoke", json={"input": _bundle("forwarded")},
+            headers={"X-Forwarded-For": "203.0.113.9"}, timeout=30,
+        )  # fmt: skip
+        held.join(30)
+    assert other.status_code == 429
+    assert other.json()["error"]["code"] == "TOO_MANY_REQUESTS"
