@@ -7,6 +7,7 @@ refuses to load: a changed threshold can never ride along silently under an old 
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -57,11 +58,24 @@ def _resolve(policy: str | os.PathLike[str]) -> tuple[Path, str | None]:
     if isinstance(policy, str) and _NAME_RE.match(policy):
         path = _builtin_dir() / f"{policy}.json"
         if not path.is_file():
-            raise PolicyError(
-                f"no built-in policy named {policy!r}; available: {', '.join(available_policies())}"
-            )
+            raise PolicyError(f"no built-in policy named {policy!r}{_suggestion(policy)}")
         return path, policy
+    if isinstance(policy, str) and not Path(policy).exists() and _looks_like_a_name(policy):
+        # ``r2_policy_v2``: a built-in name in the wrong case or with a typo, not a file.
+        raise PolicyError(f"no built-in policy named {policy!r}{_suggestion(policy)}")
     return Path(policy), None
+
+
+def _looks_like_a_name(text: str) -> bool:
+    return "/" not in text and "\\" not in text and not text.lower().endswith(".json")
+
+
+def _suggestion(name: str) -> str:
+    """``; did you mean X?`` for the closest built-in name (case aside), and the list."""
+    names = available_policies()
+    close = difflib.get_close_matches(name.upper(), names, n=1, cutoff=0.75)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return f"{guess} (available: {', '.join(names)})"
 
 
 def _parse(raw: bytes, file_name: str) -> Policy:

@@ -209,3 +209,15 @@ def test_a_renamed_copy_recomputes_what_it_derives():
 def test_a_copy_that_breaks_an_invariant_is_refused():
     with pytest.raises(ValidationError, match="backoff"):
         load_policy().execution.model_copy(update={"backoff_initial_seconds": 1e6})
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("r2_policy_v2", "R2_POLICY_V2"), ("R2_POLICY_V22", "R2_POLICY_V2"),
+     ("R2_POLICY_V2_JUGDED", "R2_POLICY_V2_JUDGED"), ("source_page_policy_v1",
+     "SOURCE_PAGE_POLICY_V1")],
+)  # fmt: skip
+def test_a_name_in_the_wrong_case_or_with_a_typo_gets_a_suggestion(given: str, meant: str):
+    # Not "cannot read policy 'r2_policy_v2' and its lock": a name is not a file.
+    with pytest.raises(PolicyError, match=rf"did you mean {meant}\?"):
+        load_policy(given)
