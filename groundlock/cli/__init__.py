@@ -23,9 +23,12 @@ and ask's ``--index``) or :mod:`~groundlock.cli.report`.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
+from groundlock._version import __version__
 from groundlock.cli import chain, evaluate, lakehouse, records, replay, report
 from groundlock.cli._shared import Parser, UsageError
 from groundlock.stores import AuditUnavailable
@@ -41,6 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.handler(args))
+    except BrokenPipeError:
+        # The reader went away (``records list | head``): what it wanted it has. Quietly,
+        # and with stdout pointed at nothing so the exit's own flush cannot raise again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except UsageError as exc:
         sys.stderr.write(f"groundlock: error: {exc}\n")
         return 2
@@ -54,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="groundlock", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"groundlock {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     for module in (chain, lakehouse, records, report):  # the order of ``groundlock --help``
         module.add_commands(commands)
