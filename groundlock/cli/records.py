@@ -100,12 +100,21 @@ def _list(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
     store = open_store(args)
-    rows = read_rows(
-        store, ValidationRow, where(args), order_by="timestamp_utc DESC", limit=args.limit
-    )[::-1]
+    # One row more than asked: whether the listing is cut, and then say so.
+    newest = read_rows(
+        store, ValidationRow, where(args), order_by="timestamp_utc DESC", limit=args.limit + 1
+    )
+    cut = len(newest) > args.limit
+    rows = newest[: args.limit][::-1]
+    more = (
+        f"more rows match: only the newest {args.limit} are shown; see more with "
+        "--limit N, or fewer with --since/--until/--status/--failure-reason"
+    )
     if args.json:
         for row in rows:
             sys.stdout.write(_json_line(row) + "\n")
+        if cut:  # (not on stdout: every line there is a row)
+            sys.stderr.write(f"groundlock: {more}\n")
         return 0
     table = [_cells(row) for row in rows]
     for line in table_lines(list(_LIST_COLUMNS), table):
@@ -115,6 +124,8 @@ def _list(args: argparse.Namespace) -> int:
         sys.stdout.write(f"! {row.describe()}\n")
     flagged = f", {len(invalid)} breaking the row model (marked !)" if invalid else ""
     sys.stdout.write(f"{len(rows)} row(s){flagged}\n")
+    if cut:
+        sys.stdout.write(f"{more}\n")
     return 0
 
 

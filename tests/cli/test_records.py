@@ -51,9 +51,21 @@ def test_list_filters_by_time_range_and_limit(
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     _, out, _ = _run(capsys, "records", "list", "--store", store_uri, "--since", future, "--json")
     assert out == ""
-    _, out, _ = _run(capsys, "records", "list", "--store", store_uri, "--until", future,
-                     "--limit", "3", "--json")  # fmt: skip
+    _, out, err = _run(capsys, "records", "list", "--store", store_uri, "--until", future,
+                       "--limit", "3", "--json")  # fmt: skip
     assert len(out.splitlines()) == 3
+    # A cut listing says so, and how to see more (on stderr under --json: stdout is rows).
+    assert "only the newest 3 are shown" in err
+    assert "--limit N" in err
+    _, out, _ = _run(capsys, "records", "list", "--store", store_uri, "--limit", "3")
+    assert out.splitlines()[-2:] == [
+        "3 row(s)",
+        "more rows match: only the newest 3 are shown; see more with --limit N, or fewer "
+        "with --since/--until/--status/--failure-reason",
+    ]
+    _, out, err = _run(capsys, "records", "list", "--store", store_uri, "--limit", "8")
+    assert out.splitlines()[-1] == "8 row(s)"  # all of them: nothing said
+    assert err == ""
 
 
 def test_show_prints_the_whole_record(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
