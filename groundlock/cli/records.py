@@ -251,6 +251,12 @@ def _compact(args: argparse.Namespace) -> int:
 
 def _vacuum(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.retention_hours < store.min_vacuum_retention_hours:
+        # A usage error like any other (exit 2), before the store is touched.
+        raise UsageError(
+            f"--retention-hours {args.retention_hours} is below the configured minimum of "
+            f"{store.min_vacuum_retention_hours} h (GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS)"
+        )
     deleted = store.vacuum(args.retention_hours, dry_run=not args.apply)
     verb = "deleted" if args.apply else "would delete"
     for table, files in deleted.items():
