@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -35,8 +36,24 @@ class UsageError(Exception):
     """Bad arguments or input: exit 2."""
 
 
+_REST_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`")
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain(text: str) -> str:
+    """``text`` without the reST markup of the docstrings it comes from (``x``, :mod:`~a.x`)."""
+    return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
+
+
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors name the command, as every other error does."""
+    """An argparse parser whose usage errors name the command, as every other error does.
+
+    Its help is plain text: descriptions come from docstrings, written in reST.
+    """
+
+    def format_help(self) -> str:
+        """The help, its reST markup removed."""
+        return plain(super().format_help())
 
     def error(self, message: str) -> NoReturn:
         """Print the usage and the message, then exit 2 (argparse's code for bad usage)."""

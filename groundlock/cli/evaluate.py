@@ -40,6 +40,15 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         "eval",
         help="evaluate a gold set against an index; review or compare runs",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
+        # Written out: argparse prints a "+" positional as "X [X ...]", which reads as
+        # several datasets or commands.
+        usage=(
+            "groundlock eval DATASET.jsonl --index PATH [--policy P] [--model M] [--top-k N]"
+            " [--run-id ID] [--store URI] [--json]\n"
+            "       groundlock eval review RUN_ID ITEM_ID --status {approved,rejected}"
+            " --reviewer NAME [--store URI]\n"
+            "       groundlock eval compare RUN_A RUN_B [--html FILE] [--json] [--store URI]"
+        ),
     )
     parser.add_argument(
         "words",

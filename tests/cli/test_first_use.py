@@ -3,12 +3,16 @@ listing piped into ``head`` ending quietly. Real processes, a real Delta store."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from groundlock import DeltaAuditStore, grounded_answer_chain
 from groundlock._version import __version__
+from groundlock.cli import main
 from tests.builders import make_bundle
 
 GROUNDLOCK = str(Path(sys.executable).with_name("groundlock"))
@@ -37,3 +41,28 @@ def test_a_listing_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
     _, errors = listing.communicate(timeout=120)
     assert listing.returncode == 0
     assert errors == b""
+
+
+def _help_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main([*argv, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_every_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    # Descriptions come from reST docstrings: ``groundlock`` and :mod:`~x.y` showed raw.
+    commands = [[], ["ask"], ["validate"], ["serve"], ["index"], ["records"],
+                ["records", "list"], ["records", "show"], ["records", "vacuum"], ["feedback"],
+                ["report"], ["replay"], ["eval"]]  # fmt: skip
+    for argv in commands:
+        text = _help_of(argv, capsys)
+        assert "``" not in text, argv
+        assert not re.search(r":[a-z]+:`", text), argv
+    assert "The groundlock command" in _help_of([], capsys)
+
+
+def test_the_eval_usage_reads_as_its_three_forms(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse printed the "+" positional as "X [X ...]": "[DATASET | review ... ...]".
+    usage = _help_of(["eval"], capsys).split("\n\n")[0]
+    assert "[DATASET" not in usage
+    assert "..." not in usage
+    assert [line.split()[2] for line in usage.splitlines()[1:]] == ["review", "compare"]
