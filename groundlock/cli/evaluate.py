@@ -19,6 +19,7 @@ names a gold set would have.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -88,6 +89,7 @@ def _evaluate(args: argparse.Namespace, dataset: Path) -> int:
     from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
     from groundlock.cli.lakehouse import index_front  # noqa: PLC0415
     from groundlock.lakehouse.evaluation import (  # noqa: PLC0415
+        failures,
         format_summary,
         load_dataset,
         run_eval,
@@ -112,10 +114,16 @@ def _evaluate(args: argparse.Namespace, dataset: Path) -> int:
     )
     rows = run_eval(items, chain, run_id=args.run_id, table_uri=args.store)
     summaries = summary(rows)
+    failed = failures(rows)
     if args.json:
-        sys.stdout.write(summary_json(summaries) + "\n")
+        document = {"runs": json.loads(summary_json(summaries)), "failed": failed}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
     sys.stdout.write(format_summary(summaries) + "\n")
+    if failed:
+        sys.stdout.write(f"{len(failed)} item(s) did not pass:\n")
+        for failure in failed:
+            sys.stdout.write(f"  {failure['item_id']}: {failure['why']}\n")
     where = f"appended to {args.store}" if args.store else "not written (no --store)"
     sys.stdout.write(f"run {rows[0].run_id if rows else '-'}: {len(rows)} rows {where}\n")
     return 0

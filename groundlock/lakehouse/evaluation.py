@@ -628,6 +628,29 @@ def comparison_html(summaries: Sequence[RunSummary], changes: Sequence[str] = ()
     )
 
 
+def failure_of(row: EvalRow) -> str | None:
+    """Why an item did not pass, in words (None if it passed); the rule of :func:`score`."""
+    if row.passed:
+        return None
+    reason = row.failure_reason or row.firewall_reason
+    ended = f"{row.status}{f' {reason}' if reason else ''}"
+    if row.answerable and row.status != "OK":
+        return f"answerable, but ended {ended}"
+    if not row.answerable and row.status != "NO_EVIDENCE":
+        return f"not answerable, so it should have been refused, but ended {ended}"
+    missing = sorted(set(row.expected_citations) - set(row.actual_citations))
+    return f"answered without citing {', '.join(missing)}"
+
+
+def failures(rows: Iterable[EvalRow]) -> list[dict[str, str]]:
+    """Each item that did not pass: its run, its id and why (for the console and ``--json``)."""
+    return [
+        {"run_id": row.run_id, "item_id": row.item_id, "why": why}
+        for row in rows
+        if (why := failure_of(row)) is not None
+    ]
+
+
 def summary_json(summaries: Sequence[RunSummary]) -> str:
     """The summaries as JSON (for ``--json`` and for scripts)."""
     return json.dumps([item.__dict__ for item in summaries], indent=2)
