@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from groundlock.cli._shared import Parser, UsageError, store_option
+from groundlock.cli._shared import Parser, UsageError, check_location, store_option
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
 from groundlock.stores import DeltaAuditStore
@@ -53,6 +53,11 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     ask.add_argument("--model", help="provider:model (default: the offline model)")
     ask.add_argument("--policy", help=_policy_help())
     ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
+    ask.add_argument(
+        "--archive",
+        help="also archive each request's evidence, prompt and model text here, for "
+        "groundlock replay (needs --store; off by default: it keeps text the firewall refused)",
+    )
     ask.add_argument(
         "--max-line-bytes",
         type=int,
@@ -125,11 +130,16 @@ def _chain_for(
     from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
     from groundlock.providers.chat import ModelPinningError  # noqa: PLC0415
 
+    archive = getattr(args, "archive", None) or None
+    if archive is not None and not getattr(args, "store", None):
+        raise UsageError("--archive needs --store: the archive is written with the audit trail")
+    check_location(archive, "--archive")
     try:
         return grounded_answer_chain(
             model=model or getattr(args, "model", None) or None,
             policy=args.policy or DEFAULT_POLICY,
             store=getattr(args, "store", None) or None,
+            archive=archive,
         )
     except (GroundlockError, ModelPinningError, ValidationError, ValueError, LookupError) as exc:
         raise UsageError(f"cannot build the chain: {type(exc).__name__}: {exc}") from None

@@ -258,6 +258,9 @@ def _ask_index(args: argparse.Namespace) -> int:
     if not args.question or not args.question.strip():
         raise UsageError("--index needs a question: groundlock ask 'question' --index PATH")
     store = open_store(args) if args.store else None  # before the index is opened
+    if args.archive and store is None:
+        raise UsageError("--archive needs --store: the archive is written with the trail")
+    check_location(args.archive, "--archive")
     access, config = _access(args)
     front, policy = index_front(args.index, args.top_k, args.policy, access)
     chain_options: dict[str, Any] = {"policy": policy, "front": front}
@@ -265,6 +268,8 @@ def _ask_index(args: argparse.Namespace) -> int:
         chain_options["model"] = args.model
     if store is not None:
         chain_options["store"] = store
+    if args.archive:
+        chain_options["archive"] = args.archive
     response = grounded_answer_chain(**chain_options).invoke(args.question, config=config)
     if args.json:
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")

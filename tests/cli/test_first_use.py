@@ -3,6 +3,7 @@ listing piped into ``head`` ending quietly. Real processes, a real Delta store."
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from groundlock import DeltaAuditStore, grounded_answer_chain
 from groundlock._version import __version__
 from groundlock.cli import main
+from groundlock.lakehouse import LexicalEmbeddings, index_documents
 from tests.builders import make_bundle
 
 GROUNDLOCK = str(Path(sys.executable).with_name("groundlock"))
@@ -66,3 +68,43 @@ def test_the_eval_usage_reads_as_its_three_forms(capsys: pytest.CaptureFixture[s
     assert "[DATASET" not in usage
     assert "..." not in usage
     assert [line.split()[2] for line in usage.splitlines()[1:]] == ["review", "compare"]
+
+
+BUNDLE = Path(__file__).parents[2] / "examples" / "data" / "hydraulic_pump_bundle.json"
+
+
+def test_a_shell_user_archives_and_replays_without_python(tmp_path: Path) -> None:
+    # Separate processes, as in a shell: each ask commits its rows as it exits.
+    store, archive = str(tmp_path / "audit"), str(tmp_path / "evidence")
+    lines = tmp_path / "bundles.jsonl"
+    bundle = json.loads(BUNDLE.read_text(encoding="utf-8"))
+    lines.write_text(
+        "".join(json.dumps({**bundle, "request_id": f"b{i}"}) + "\n" for i in range(2)),
+        encoding="utf-8",
+    )
+    index = tmp_path / "index"
+    index_documents(BUNDLE.parents[1] / "handbook" / "docs", index, LexicalEmbeddings())
+    question = "How often is the case drain filter of the hydraulic pump replaced?"
+    sources = (
+        ["--bundle", str(BUNDLE)],
+        ["--batch", str(lines)],
+        [question, "--index", str(index)],
+    )
+    for source in sources:
+        asked = _groundlock("ask", *source, "--store", store, "--archive", archive)
+        assert asked.returncode == 0, asked.stderr
+    replayed = _groundlock("replay", "--archive", archive, "--store", store, "--json")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    result = json.loads(replayed.stdout)
+    assert result["cross_checked"] is True
+    assert result["replayed"] == 4
+    # An archive is written with the trail, never alone.
+    alone = _groundlock("ask", "--bundle", str(BUNDLE), "--archive", archive)
+    assert alone.returncode == 2
+    assert "--archive needs --store" in alone.stderr
+
+
+def _groundlock(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [GROUNDLOCK, *argv], capture_output=True, text=True, timeout=120, check=False
+    )
