@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"serve", "spark"},
     {"cli"},
     {"<face>"},  # groundlock/__init__.py: the package face re-exports everything
+    {"__main__"},  # python -m groundlock: the command line, from the top
 ]
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 EXTERNAL_SERVICES = ("langchain", "langchain_core", "langchain_openai", "langserve", "langsmith")
