@@ -7,8 +7,15 @@ the model and the offending firewall rule(s), the enforced one first; counts bro
 policy version, firewall ruleset, model and index version; and per policy version, status
 and failure reasons over time, citation health, latency and tokens. Every chart is inline
 SVG with a title, a time axis labelled in UTC dates and a y axis with ticks and its unit
-(requests, ms, tokens). An auditor reads it on an ordinary screen, so it fits a 1280 px
-viewport: tables have a fixed layout and long ids or reason codes wrap inside their cells.
+(requests, ms, tokens); the latency and token charts put each period's median and maximum
+side by side, each bar labelled with its value where there is room. An auditor reads it on an
+ordinary screen, so it fits a 1280 px viewport: an identifier (reason code, policy, model,
+ruleset, time) is never broken inside a cell, because ``UNCITED_FACTUA`` / ``L_STATEMENT``
+is misread and cannot be searched for; a column heading that is a reason code breaks only
+after an underscore; request ids and free text wrap anywhere; and a table that still cannot
+fit (a model name of hundreds of characters) scrolls inside its own box, never the page.
+A failure the firewall did not decide (a model error, a deadline, a refused input) shows
+the message its row records, so the auditor sees why without opening the trail.
 
 It loads nothing from anywhere (no script, no stylesheet, no font), so it can be archived
 and opened offline years later; every value from the table is HTML-escaped; and the same
@@ -82,27 +89,35 @@ def _report(args: argparse.Namespace) -> int:
 
 
 _STATUS_COLOURS = {"OK": "#2e7d32", "NO_EVIDENCE": "#f9a825", "FAILED": "#c62828"}
-# Fixed table layout and breaking anywhere: a request id or reason code of hundreds of
-# characters wraps inside its cell instead of widening the page past the auditor's screen.
-# Charts scale down with the page (max-width) and keep their proportions (height auto).
+_MEDIAN_COLOUR, _MAXIMUM_COLOUR = "#0d47a1", "#64b5f6"
+# Tables lay out automatically, so a column is as wide as its longest identifier: an
+# identifier cell (.id) never wraps, a heading breaks only at spaces and at the <wbr> put
+# after each underscore, and only opaque keys (.key) and free text (.text) break anywhere.
+# Each table sits in a box that scrolls sideways when it cannot fit, so even a model name
+# of 512 characters stays whole without widening the page. Charts scale down with the page
+# (max-width) and keep their proportions (height auto).
 _STYLE = """
 *{box-sizing:border-box}
-body{font-family:system-ui,sans-serif;margin:1rem auto;padding:0 1rem;max-width:72rem;
-color:#222;overflow-wrap:anywhere}
+body{font-family:system-ui,sans-serif;margin:1rem auto;padding:0 1rem;max-width:80rem;
+color:#222;overflow-wrap:break-word}
 h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:2.5rem;border-bottom:1px solid #ccc}
 h3{font-size:1.05rem}
-table{border-collapse:collapse;margin:.5rem 0;width:100%;table-layout:fixed}
-td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:right;vertical-align:top;
-overflow-wrap:anywhere;word-break:break-word}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-td.text,th.text{text-align:left}
-table.breakdown th:first-child,table.failure-reasons th:first-child{width:36%}
-ul.rules{margin:0;padding-left:1rem;text-align:left}
+.table-scroll{overflow-x:auto;margin:.5rem 0}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+table.breakdown td.id{width:45%}
+td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}
+th{background:#f3f3f3;overflow-wrap:normal}
+.num{text-align:right}td.num{white-space:nowrap}
+td.id,span.id{white-space:nowrap}
+td.key,td.text{overflow-wrap:anywhere}
+ul.rules{margin:0;padding-left:1rem}
+p.message{margin:0}ul.rules+p.message{margin-top:.25rem}
 .legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 1rem}
 figure{margin:1rem 0}figcaption{font-size:.85rem;color:#555}
 svg{display:block;max-width:100%;height:auto}
 svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#333}
 svg .chart-title{font-size:14px;font-weight:600}
+svg text.value{font-size:11px;fill:#222}
 """
 _NONE = "(none)"
 
@@ -140,7 +155,10 @@ def render_report(
     by_policy: dict[str, list[ValidationRow]] = defaultdict(list)
     for row in rows:
         by_policy[row.policy_version or "(no policy: input refused before assembly)"].append(row)
-    parts.extend(_policy_section(p, by_policy[p], since, until) for p in sorted(by_policy))
+    parts.extend(
+        _policy_section(policy, f"policy-{rank}", by_policy[policy], since, until)
+        for rank, policy in enumerate(sorted(by_policy))
+    )
     parts.append(_failed_requests(rows, anchors))
     if not rows:
         parts.append("<p>No request was recorded in this range.</p>")
@@ -183,6 +201,7 @@ def _summary(
                     mean,
                 ]
             ],
+            kinds=["num"] * 6,
         ),
     ]
     failures = Counter(row.failure_reason for row in rows if row.failure_reason)
@@ -190,13 +209,15 @@ def _summary(
         parts.append("<h3>Failure reasons (each links to its requests)</h3>")
         ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
         body = "".join(
-            f"<tr><td><a href='#{anchors[reason]}'>{_e(reason)}</a></td>"
-            f"<td>{count}</td><td>{100 * count / len(rows):.1f} %</td></tr>"
+            f"<tr><td class='id'><a href='#{anchors[reason]}'>{_e(reason)}</a></td>"
+            f"<td class='num'>{count}</td>"
+            f"<td class='num'>{100 * count / len(rows):.1f} %</td></tr>"
             for reason, count in ranked
         )
         parts.append(
-            "<table class='failure-reasons'><tr><th>Failure reason</th><th>Requests</th>"
-            f"<th>Share of requests</th></tr>{body}</table>"
+            "<div class='table-scroll'><table class='failure-reasons'><tr>"
+            "<th class='id'>Failure reason</th><th class='num'>Requests</th>"
+            f"<th class='num'>Share of requests</th></tr>{body}</table></div>"
         )
     return "".join(parts)
 
@@ -228,6 +249,7 @@ def _unread(unread: Sequence[InvalidRow]) -> str:
         + _table(
             ["Table", "Time (UTC)", "Request id", "Run id", "Record id", "Problem(s)"],
             body,
+            kinds=["id", "id", "key", "key", "key", "text"],
             cls="unread",
         )
     )
@@ -268,6 +290,7 @@ def _breakdowns(rows: Sequence[ValidationRow]) -> str:
             _table(
                 [title, "Requests", *_STATUS_COLOURS, "Failed share"],
                 body,
+                kinds=["id", *["num"] * 5],
                 cls=f"breakdown {field}",
             )
         )
@@ -275,30 +298,51 @@ def _breakdowns(rows: Sequence[ValidationRow]) -> str:
 
 
 def _offending_rules(row: ValidationRow) -> list[str]:
-    """The firewall findings of a row, the one that failed it first.
+    """The firewall findings of a row as HTML, the one that failed it first.
 
     Findings are ``rule:REASON:mode:sentence``; the order is: enforced findings of the
     row's own failure reason (what withheld the answer), other enforced ones, then the
     flagged ones (recorded, not decisive). Within each group the rule-table order is kept.
+    The rule and the reason are identifiers, so each is kept on one line.
     """
     parsed = []
     for finding in row.firewall_findings or ():
         parts = finding.rsplit(":", 3)
         if len(parts) != 4:
-            parsed.append((3, finding))
+            parsed.append((3, _e(finding)))
             continue
         rule, reason, mode, sentence = parts
         where_ = "whole answer" if sentence == "-" else f"sentence {sentence}"
         rank = 0 if mode == "enforce" and reason == row.failure_reason else 1
         rank = rank if mode == "enforce" else 2
-        parsed.append((rank, f"{rule} ({reason}, {mode}, {where_})"))
+        label = f"{_span_id(rule)} ({_span_id(reason)}, {_e(mode)}, {_e(where_)})"
+        parsed.append((rank, label))
     return [label for _, label in sorted(parsed, key=lambda item: item[0])]
 
 
-# The request id and the rules are the long cells: they get the room, the time gets enough.
+def _why(row: ValidationRow) -> str:
+    """What failed the request: its offending rules, then the message its row records.
+
+    A firewall verdict has rules; a model error, a deadline or a refused input has none,
+    and its message (``model: RuntimeError after 1 attempt(s)``) is the only account of
+    it the trail holds, so it is shown rather than a bare ``-``.
+    """
+    parts = []
+    if rules := _offending_rules(row):
+        parts.append("<ul class='rules'>" + "".join(f"<li>{r}</li>" for r in rules) + "</ul>")
+    if row.message:
+        parts.append(f"<p class='message'>{_e(row.message)}</p>")
+    return "".join(parts) or "-"
+
+
+# The request id (up to 512 characters) and the rules and message are the long cells and
+# break where they must; the time keeps its natural width. The policy and the model share
+# a column, one above the other: side by side, two long names (SOURCE_PAGE_POLICY_V1 and a
+# 46-character deployment name) leave too little of 1280 px for the message, and neither
+# may break.
 _FAILED_COLUMNS = (
     "<colgroup>"
-    + "".join(f"<col style='width:{share}%'>" for share in (22, 12, 16, 26, 12, 12))
+    + "".join(f"<col style='width:{share}'>" for share in ("22%", "auto", "40%", "auto"))
     + "</colgroup>"
 )
 
@@ -308,8 +352,14 @@ def _failed_requests(rows: Sequence[ValidationRow], anchors: dict[str, str]) -> 
     if not anchors:
         return ""
     parts = ["<h2 id='failed-requests'>Failed requests</h2>"]
-    header = ["Request id", "Time (UTC)", "Reason", "Offending rule(s)", "Policy", "Model"]
-    head = "".join(f"<th class='text'>{_e(cell)}</th>" for cell in header)
+    # The reason is each table's heading, so no column repeats it.
+    columns = (
+        ("Request id", "key"),
+        ("Time (UTC)", "id"),
+        ("Offending rule(s) and message", "text"),
+        ("Policy / model", "id"),
+    )
+    head = "".join(f"<th class='{kind}'>{_e(cell)}</th>" for cell, kind in columns)
     for reason in sorted(anchors, key=lambda r: anchors[r]):
         failed = sorted(
             (row for row in rows if row.failure_reason == reason),
@@ -317,31 +367,31 @@ def _failed_requests(rows: Sequence[ValidationRow], anchors: dict[str, str]) -> 
         )
         body = []
         for row in failed:
-            rules = _offending_rules(row)
-            listed = (
-                "<ul class='rules'>" + "".join(f"<li>{_e(r)}</li>" for r in rules) + "</ul>"
-                if rules
-                else "-"
-            )
             cells = [
                 _e(row.request_id or _NONE),
                 _e(_utc(row.timestamp_utc)),
-                _e(reason),
-                listed,
-                _e(row.policy_version or _NONE),
-                _e(row.model_name or _NONE),
+                _why(row),
+                f"{_e(row.policy_version or _NONE)}<br>{_e(row.model_name or _NONE)}",
             ]
-            body.append("<tr>" + "".join(f"<td class='text'>{c}</td>" for c in cells) + "</tr>")
+            body.append(
+                "<tr>"
+                + "".join(
+                    f"<td class='{kind}'>{cell}</td>"
+                    for cell, (_, kind) in zip(cells, columns, strict=True)
+                )
+                + "</tr>"
+            )
         parts.append(
             f"<h3 id='{anchors[reason]}'>{_e(reason)} ({len(failed)} request(s))</h3>"
-            f"<table class='failed'>{_FAILED_COLUMNS}<tr>{head}</tr>{''.join(body)}</table>"
+            f"<div class='table-scroll'><table class='failed'>{_FAILED_COLUMNS}<tr>{head}</tr>"
+            f"{''.join(body)}</table></div>"
             "<p><a href='#summary'>Back to the summary</a></p>"
         )
     return "".join(parts)
 
 
 def _policy_section(
-    policy: str, rows: list[ValidationRow], since: datetime, until: datetime
+    policy: str, anchor: str, rows: list[ValidationRow], since: datetime, until: datetime
 ) -> str:
     failures = Counter(row.failure_reason for row in rows if row.failure_reason)
     latency = [(row.timestamp_utc, row.latency_ms) for row in rows if row.attempts > 0]
@@ -349,7 +399,7 @@ def _policy_section(
     answered = [row for row in rows if row.status == "OK"]
     return "".join(
         [
-            f"<h2>Policy {_e(policy)}</h2>",
+            f"<h2 id='{anchor}'>Policy {_e(policy)}</h2>",
             f"<p>{len(rows)} requests; policy hashes: "
             f"{_e(', '.join(sorted({r.policy_sha256 or '-' for r in rows})))}.</p>",
             "<h3>Status over time</h3>",
@@ -360,7 +410,7 @@ def _policy_section(
             else "<p>No failures.</p>",
             "<h3>Citation health (OK answers)</h3>",
             _citation_health(answered),
-            "<h3>Model latency (ms, requests that called the model)</h3>",
+            f"<h3 id='{anchor}-latency'>Model latency (ms, requests that called the model)</h3>",
             _distribution(latency, "ms", "Model latency", since, until),
             "<h3>Total tokens per request</h3>",
             _distribution(tokens, "tokens", "Total tokens per request", since, until),
@@ -384,7 +434,8 @@ def _failures_over_time(
         for period in sorted(periods)
     ]
     total = ["All", *(str(totals[r]) for r in reasons)]
-    return _table(["Period (UTC)", *reasons], [*body, total])
+    kinds = ["id", *["num"] * len(reasons)]
+    return _table(["Period (UTC)", *reasons], [*body, total], kinds=kinds)
 
 
 _MAX_BARS = 400
@@ -439,12 +490,14 @@ def _citation_health(rows: list[ValidationRow]) -> str:
             ["Uncited sentences in OK answers", str(sum(r.uncited_sentence_count for r in rows))],
             ["Invalid anchors in OK answers", str(sum(r.invalid_anchor_count for r in rows))],
         ],
+        kinds=["text", "num"],
     )
 
 
 # One geometry for every chart: the plot area inside margins that hold the axes' labels.
 _WIDTH, _HEIGHT = 960, 280
-_LEFT, _RIGHT, _TOP, _BOTTOM = 72, 64, 36, 56
+# (The top margin leaves room for a value label above a bar that reaches the plot's top.)
+_LEFT, _RIGHT, _TOP, _BOTTOM = 72, 64, 44, 56
 _PLOT_W, _PLOT_H = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
 _MAX_X_TICKS = 6
 
@@ -579,7 +632,14 @@ def _distribution(
     since: datetime,
     until: datetime,
 ) -> str:
-    """Percentiles over the range, and a chart of each period's median and maximum."""
+    """Percentiles over the range, and a chart of each period's median beside its maximum.
+
+    The two are side by side, never one over the other: a median far below its maximum
+    (a 30 s deadline among 0.5 s answers) would otherwise be a sliver hidden at the foot of
+    the maximum's bar, and an equal one would hide the maximum. A bar of a value above zero
+    is at least 2 px tall, so it can be seen, and is labelled with its value where the bar
+    is wide enough for the label; the tooltip always gives both.
+    """
     if not values:
         return "<p>No values.</p>"
     ordered = sorted(value for _, value in values)
@@ -592,6 +652,7 @@ def _distribution(
                 f"{ordered[-1]:.1f}",
             ]
         ],
+        kinds=["num"] * 5,
     )
     axis = _TimeAxis(since, until)
     periods: dict[int, list[float]] = defaultdict(list)
@@ -600,31 +661,62 @@ def _distribution(
         if index is not None:
             periods[index].append(value)
     y_axis, top = _y_axis(max(ordered[-1], 1e-9), unit, integer=False)
-    # One group per period: its two bars (maximum behind, median in front) and one tooltip.
+    # One group per period: its median bar, its maximum bar to the right, one tooltip.
     shapes = []
     for index in sorted(periods):
         period = sorted(periods[index])
         median, peak = _percentile(period, 50), period[-1]
-        x, width = axis.x(index), max(axis.bar - 1, 0.5)
+        # A tenth of the period's width on each side keeps its pair apart from the next.
+        pad = axis.bar / 10
+        half = (axis.bar - 2 * pad) / 2
         bars = "".join(
-            f"<rect x='{x:.1f}' y='{_TOP + _PLOT_H - value * _PLOT_H / top:.1f}' "
-            f"width='{width:.1f}' height='{value * _PLOT_H / top:.1f}' fill='{colour}'/>"
-            for value, colour in ((peak, "#90caf9"), (median, "#1565c0"))
+            _value_bar(
+                axis.x(index) + pad + offset * half,
+                max(half - 1, 0.5),
+                value,
+                top=top,
+                name=name,
+                colour=colour,
+            )
+            for offset, (value, name, colour) in enumerate(
+                ((median, "median", _MEDIAN_COLOUR), (peak, "maximum", _MAXIMUM_COLOUR))
+            )
         )
         shapes.append(
-            f"<g>{bars}<title>{_e(_utc(axis.start + index * axis.bucket))} UTC: "
-            f"{len(period)} request(s), median {median:.1f} {unit}, "
+            f"<g class='period'>{bars}<title>{_e(_utc(axis.start + index * axis.bucket))} "
+            f"UTC: {len(period)} request(s), median {median:.1f} {unit}, "
             f"max {peak:.1f} {unit}</title></g>"
         )
     legend = (
-        "<span style='background:#1565c0'></span>median"
-        "<span style='background:#90caf9'></span>maximum"
+        f"<span style='background:{_MEDIAN_COLOUR}'></span>median (left bar)"
+        f"<span style='background:{_MAXIMUM_COLOUR}'></span>maximum (right bar)"
     )
     chart_title = f"{title} per {_bucket_name(axis.bucket)} ({unit}, UTC)"
     return (
         stats + f"<figure>{_svg(chart_title, y_axis + ''.join(shapes) + axis.group())}"
         f"<figcaption class='legend'>{_e(title)}, {ordered[0]:.1f} to {ordered[-1]:.1f} "
         f"{_e(unit)}.{legend}</figcaption></figure>"
+    )
+
+
+# A value label's width per character at 11 px (digits and a point), with some margin.
+_LABEL_CHAR_PX = 7.0
+
+
+def _value_bar(x: float, width: float, value: float, *, top: float, name: str, colour: str) -> str:
+    """One bar of a period (``median`` or ``maximum``), and its value above it if it fits."""
+    height = max(value * _PLOT_H / top, 2.0) if value > 0 else 0.0
+    y = _TOP + _PLOT_H - height
+    bar = (
+        f"<rect class='{name}' x='{x:.1f}' y='{y:.1f}' width='{width:.1f}' "
+        f"height='{height:.1f}' fill='{colour}'/>"
+    )
+    label = f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    if width < len(label) * _LABEL_CHAR_PX:
+        return bar
+    return (
+        f"{bar}<text class='value {name}' x='{x + width / 2:.1f}' y='{y - 4:.1f}' "
+        f"text-anchor='middle'>{label}</text>"
     )
 
 
@@ -639,11 +731,35 @@ def _floor(moment: datetime, bucket: timedelta) -> datetime:
     return day if bucket >= timedelta(days=1) else moment.replace(minute=0, second=0, microsecond=0)
 
 
-def _table(header: list[str], rows: list[list[str]], *, cls: str = "") -> str:
-    head = "".join(f"<th>{_e(cell)}</th>" for cell in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+def _table(header: list[str], rows: list[list[str]], *, kinds: Sequence[str], cls: str = "") -> str:
+    """A table in its scrolling box; ``kinds`` gives each column's class (see ``_STYLE``).
+
+    ``id`` is an identifier, never broken; ``num`` a number, right-aligned; ``key`` an
+    opaque id that may break anywhere; ``text`` free text. Headings break only at spaces
+    and after underscores, so a reason code heading a column keeps its words whole.
+    """
+    head = "".join(
+        f"<th class='{kind}'>{_breakable(cell)}</th>"
+        for cell, kind in zip(header, kinds, strict=True)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td class='{kind}'>{_e(c)}</td>" for c, kind in zip(row, kinds, strict=True))
+        + "</tr>"
+        for row in rows
+    )
     attribute = f" class='{_e(cls)}'" if cls else ""
-    return f"<table{attribute}><tr>{head}</tr>{body}</table>"
+    return f"<div class='table-scroll'><table{attribute}><tr>{head}</tr>{body}</table></div>"
+
+
+def _breakable(identifier: str) -> str:
+    """Escaped, with a break opportunity after each underscore (and nowhere else in a word)."""
+    return _e(identifier).replace("_", "_<wbr>")
+
+
+def _span_id(identifier: str) -> str:
+    """An identifier inside free text, kept on one line."""
+    return f"<span class='id'>{_e(identifier)}</span>"
 
 
 def _e(text: str) -> str:

@@ -6,6 +6,7 @@ The command runs in-process against a real store (``store_uri``, from this folde
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,6 +83,11 @@ def _table_rows(table: str) -> list[list[str]]:
     ][1:]
 
 
+def _text(markup: str) -> str:
+    """The text of a piece of the page, its tags removed."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -99,9 +105,9 @@ def test_report_is_self_contained_html_with_charts(
     assert "Policy R2_POLICY_V3" in page
     assert page.count("<svg") >= 3  # status over time, latency, tokens
     assert "Failure reasons over time" in page
-    assert re.search(r"<td>All</td><td>1</td>", page)  # the one rejected answer
+    assert re.search(r"<td class='id'>All</td><td class='num'>1</td>", page)  # the rejection
     assert "INVALID_CITATION_REFERENCE" in page
-    assert re.search(r"<td>Requests</td>|<th>Requests</th>", page)
+    assert "<th class='num'>Requests</th>" in page
     assert not re.search(r"<script|<link|src=|@import|url\(", page, re.IGNORECASE)
     links = re.findall(r"href='([^']*)'", page)
     assert links
@@ -139,23 +145,22 @@ def test_each_failure_reason_links_to_the_requests_that_failed_with_it() -> None
         reason: anchor for anchor, reason in re.findall(r"<a href='#([^']+)'>([^<]+)<", summary)
     }
     assert set(links) == {"UNSUPPORTED_VALUE", "EMPTY_ANSWER", "INSUFFICIENT_EVIDENCE"}
-    counts = re.findall(r">([A-Z_]+)</a></td><td>(\d+)</td>", summary)
+    counts = re.findall(r">([A-Z_]+)</a></td><td class='num'>(\d+)</td>", summary)
     assert counts == [("UNSUPPORTED_VALUE", "2"), ("EMPTY_ANSWER", "1"),
                       ("INSUFFICIENT_EVIDENCE", "1")]  # fmt: skip
 
     failed = _table_rows(_section(page, links["UNSUPPORTED_VALUE"]))
     assert [row[0] for row in failed] == ["bad-1", "bad-2"]  # by time, then request id
-    assert failed[0][1:3] == ["2026-03-04 00:00:00", "UNSUPPORTED_VALUE"]
-    assert failed[0][3] == "-"  # no firewall finding: the validator failed it
-    rules = re.findall(r"<li>(.*?)</li>", failed[1][3])
+    assert failed[0][1] == "2026-03-04 00:00:00"
+    assert failed[0][2] == "-"  # no firewall finding and no message recorded
+    rules = [_text(rule) for rule in re.findall(r"<li>(.*?)</li>", failed[1][2])]
     assert rules == [  # the enforced finding of the row's own reason first
         "R5.values (UNSUPPORTED_VALUE, enforce, sentence 2)",
         "R5.entities (UNSUPPORTED_ENTITY, flag, sentence 1)",
     ]
-    assert failed[1][4:] == ["P2", "m-b"]
+    assert failed[1][3] == "P2<br>m-b"  # the policy above the model
     refused = _table_rows(_section(page, links["INSUFFICIENT_EVIDENCE"]))
-    assert refused == [["refused", "2026-03-06 00:00:00", "INSUFFICIENT_EVIDENCE", "-",
-                        "(none)", "(none)"]]  # fmt: skip
+    assert refused == [["refused", "2026-03-06 00:00:00", "-", "(none)<br>(none)"]]
     assert "<a href='#summary'>" in _section(page, links["EMPTY_ANSWER"])
 
 
@@ -237,8 +242,123 @@ def test_the_report_is_deterministic_and_escapes_failure_details() -> None:
     assert first == again  # row order in the store changes nothing
     for raw in ("<b>REASON", "<i>", "<rule>"):
         assert raw not in first
-    assert "&lt;rule&gt; (&lt;b&gt;REASON&lt;/b&gt;, enforce, whole answer)" in first
+    rules = [_text(rule) for rule in re.findall(r"<li>(.*?)</li>", first)]
+    assert "<rule> (<b>REASON</b>, enforce, whole answer)" in rules
     assert "m&amp;m" in first
     ids = re.findall(r"id='([^']*)'", first)
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[A-Za-z0-9_-]+", anchor) for anchor in ids)
+
+
+def test_a_failure_the_firewall_did_not_decide_shows_the_message_it_recorded() -> None:
+    day = timedelta(days=1)
+    rows = [
+        _failed("MODEL_ERROR", request_id="model-error", timestamp_utc=_SINCE + day,
+                message="model: RuntimeError after 1 attempt(s)"),
+        _failed("DEADLINE_EXCEEDED", request_id="deadline", timestamp_utc=_SINCE + day,
+                message="serving: the request ran past the server's deadline"),
+        _failed("INPUT_SCHEMA_INVALID", request_id="schema", timestamp_utc=_SINCE + day,
+                message="results[2].similarity: must be < 1.0", attempts=0),
+        _failed("UNCITED_FACTUAL_STATEMENT", request_id="firewall", timestamp_utc=_SINCE + day,
+                message="answer: sentence 1 of 2 has no anchor",
+                firewall_findings=("uncited_statement:UNCITED_FACTUAL_STATEMENT:enforce:1",)),
+    ]  # fmt: skip
+    page = render_report(rows, [], since=_SINCE, until=_UNTIL, generated_at=_UNTIL)
+    anchors = dict(re.findall(r"<a href='#([^']+)'>([^<]+)<", _section(page, "summary")))
+
+    def why(reason: str) -> str:
+        anchor = next(anchor for anchor, name in anchors.items() if name == reason)
+        (row,) = _table_rows(_section(page, anchor))
+        return row[2]
+
+    assert _text(why("MODEL_ERROR")) == "model: RuntimeError after 1 attempt(s)"
+    assert _text(why("DEADLINE_EXCEEDED")) == "serving: the request ran past the server's deadline"
+    assert why("INPUT_SCHEMA_INVALID") == (  # escaped like every value of the trail
+        "<p class='message'>results[2].similarity: must be &lt; 1.0</p>"
+    )
+    firewall = why("UNCITED_FACTUAL_STATEMENT")  # the rule first, then what it found
+    assert [_text(rule) for rule in re.findall(r"<li>(.*?)</li>", firewall)] == [
+        "uncited_statement (UNCITED_FACTUAL_STATEMENT, enforce, sentence 1)"
+    ]
+    assert firewall.endswith("<p class='message'>answer: sentence 1 of 2 has no anchor</p>")
+
+
+def _periods(chart: str) -> list[dict[str, str]]:
+    """Per period of a median/maximum chart: each bar's geometry and its value label."""
+    found = []
+    for group in re.findall(r"<g class='period'>(.*?)</g>", chart):
+        tooltip = re.search(r"<title>([^<]*)</title>", group)
+        assert tooltip, group
+        period = {"tooltip": tooltip.group(1)}
+        for name in ("median", "maximum"):
+            bar = re.search(rf"<rect class='{name}' ([^>]*)/>", group)
+            assert bar, group
+            period |= {f"{name}.{k}": v for k, v in re.findall(r"(\w+)='([^']*)'", bar.group(1))}
+            label = re.search(rf"<text class='value {name}'[^>]*>([^<]*)</text>", group)
+            period[f"{name}.label"] = label.group(1) if label else ""
+        found.append(period)
+    return found
+
+
+def test_each_period_shows_its_median_beside_its_maximum_with_their_values() -> None:
+    day = timedelta(days=1)
+    latencies = [(day, 500.0), (day, 520.0), (day, 30000.0), (2 * day, 800.0)]
+    rows = [
+        validation_row(request_id=f"r{number}", timestamp_utc=_SINCE + offset, latency_ms=ms)
+        for number, (offset, ms) in enumerate(latencies)
+    ]
+    page = render_report(rows, [], since=_SINCE, until=_UNTIL, generated_at=_UNTIL)
+    latency = next(c for c in re.findall(r"<svg.*?</svg>", page, re.DOTALL) if "latency" in c)
+    periods = _periods(latency)
+    assert len(periods) == 2
+    for period in periods:
+        median_right = float(period["median.x"]) + float(period["median.width"])
+        assert median_right < float(period["maximum.x"])  # side by side, apart
+        assert float(period["median.height"]) >= 2  # 520 ms beside 30 s is still seen
+    skewed, single = periods
+    assert (skewed["median.label"], skewed["maximum.label"]) == ("520", "30000")
+    assert float(skewed["maximum.height"]) > 10 * float(skewed["median.height"])  # to scale
+    # One request: its median is its maximum, and both bars are drawn, equal.
+    assert (single["median.label"], single["maximum.label"]) == ("800", "800")
+    assert single["median.height"] == single["maximum.height"]
+    assert "median (left bar)" in page
+    assert "maximum (right bar)" in page
+
+
+def test_narrow_periods_keep_both_bars_and_leave_the_values_to_the_tooltip() -> None:
+    until = _SINCE + timedelta(days=3)  # 72 hourly periods: too narrow for a label
+    rows = [
+        validation_row(request_id=f"r{hour}", timestamp_utc=_SINCE + timedelta(hours=hour),
+                       latency_ms=100.0 + hour)
+        for hour in range(0, 72, 5)
+    ]  # fmt: skip
+    page = render_report(rows, [], since=_SINCE, until=until, generated_at=until)
+    latency = next(c for c in re.findall(r"<svg.*?</svg>", page, re.DOTALL) if "latency" in c)
+    periods = _periods(latency)
+    assert len(periods) == len(rows)
+    for period in periods:
+        median_right = float(period["median.x"]) + float(period["median.width"])
+        assert median_right < float(period["maximum.x"])
+        assert (period["median.label"], period["maximum.label"]) == ("", "")
+        assert re.search(r"median [\d.]+ ms, max [\d.]+ ms", period["tooltip"])
+
+
+def test_identifiers_are_kept_whole_and_headings_break_only_after_underscores() -> None:
+    rows = [
+        *_hand_built(),
+        _failed("UNCITED_FACTUAL_STATEMENT", request_id="long", policy_version="R2_POLICY_V3",
+                model_name="mistral-large-instruct-2411-eu-west-deployment",
+                timestamp_utc=_SINCE + timedelta(days=2)),
+    ]  # fmt: skip
+    page = render_report(rows, [], since=_SINCE, until=_UNTIL, generated_at=_UNTIL)
+    assert "<th class='num'>UNCITED_<wbr>FACTUAL_<wbr>STATEMENT</th>" in page
+    assert "<th class='num'>NO_<wbr>EVIDENCE</th>" in page
+    headings = re.findall(r"<th[^>]*>(.*?)</th>", page)
+    assert all(re.fullmatch(r"([^<]|_<wbr>)*", heading) for heading in headings)
+    names = ("UNCITED_FACTUAL_STATEMENT", "R2_POLICY_V3",
+             "mistral-large-instruct-2411-eu-west-deployment")  # fmt: skip
+    cells = re.findall(r"<td( class='[^']*')?>((?:(?!</td>).)*)</td>", page)
+    holding = [cls for cls, text in cells if any(name in text for name in names)]
+    assert holding
+    assert set(holding) == {" class='id'"}  # a cell of its own, never broken
+    assert "td.id,span.id{white-space:nowrap}" in page
