@@ -110,9 +110,9 @@ def test_report_lists_the_rows_it_could_not_read(
     assert "2 row(s) could not be read (they break the row model)" in out
     html = page.read_text(encoding="utf-8")
     section = html.split("<h2 id='rows-not-read'>", 1)[1].split("<h2", 1)[0]
-    assert "<td>ok-0</td>" in section
+    assert "<td class='key'>ok-0</td>" in section
     assert "latency_ms: Input should be greater than or equal to 0" in section
-    assert "<td>ok-1</td>" in section
+    assert "<td class='key'>ok-1</td>" in section
     assert "latency_ms: Input should be a finite number" in section
 
 
@@ -194,7 +194,7 @@ def test_feedback_rows_that_break_their_model_are_listed_by_the_report(
     assert code == 0
     assert "1 row(s) could not be read" in out
     section = page.read_text(encoding="utf-8").split("<h2 id='rows-not-read'>", 1)[1]
-    assert "<td>feedback</td>" in section
+    assert "<td class='id'>feedback</td>" in section
     assert "rating: Input should be less than or equal to 5" in section
 
 
