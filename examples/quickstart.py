@@ -34,9 +34,10 @@ def main() -> None:
     print(response.answer)
     print("citations:")
     for citation in response.citations:
+        dated = citation.event_date or "undated"
         print(
             f"  [{citation.anchor}] {citation.source_reference} "
-            f"({citation.knowledge_id}, {citation.event_date}, {citation.equipment_id})"
+            f"({citation.knowledge_id}, {dated}, {citation.equipment_id})"
         )
     usage = response.token_usage
     print(f"tokens: {usage.total_tokens}, model latency: {response.latency_ms:.1f} ms")

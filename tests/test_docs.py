@@ -14,8 +14,6 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 _PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -61,9 +59,57 @@ def test_readme_python_examples_print_what_their_comments_promise(monkeypatch):
     assert checked >= 7
 
 
-@pytest.mark.parametrize("fragment", ["python -m pytest", "-c constraints.txt -e '.[dev]'"])
-def test_readme_and_ci_use_the_same_install_and_test_commands(fragment: str):
+def _first_bash_block(section: str) -> str:
+    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"```bash\n(.*?)\n```", body, re.DOTALL)
+    assert found, f"no command under ## {section}"
+    return found.group(1)
+
+
+def test_the_quick_start_command_installs_the_base_only_and_runs_the_quick_start():
+    command = _first_bash_block("Quick start")
+    assert "\n" not in command  # one command
+    assert "pip install -c constraints.txt -e . &&" in command
+    assert "[dev]" not in command
+    assert command.endswith(".venv/bin/python examples/quickstart.py")
+
+
+def test_the_test_command_installs_dev_and_runs_the_suite():
+    command = _first_bash_block("Run the tests")
+    assert "\n" not in command
+    assert "pip install -c constraints.txt -e '.[dev]' &&" in command
+    assert command.endswith(".venv/bin/python -m pytest")
+
+
+def test_ci_runs_the_readme_commands_as_written():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert fragment in README
-    assert fragment in ci
+    assert 'readme_command "Quick start"' in ci
+    assert 'readme_command "Run the tests"' in ci
+    assert 'bash -euo pipefail -c "$quick_start"' in ci
+    assert 'bash -euo pipefail -c "$tests"' in ci
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+def test_the_first_screen_is_short():
+    """Quick start, tests and where to go next come first, within the first 50 lines."""
+    headings = [line for line in README.splitlines()[:50] if line.startswith("## ")]
+    assert headings[:3] == ["## Quick start", "## Run the tests", "## Where to go next"]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_link_within_the_readme_lands_on_a_heading():
+    in_code = False
+    anchors = set()
+    for line in README.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.startswith("#"):
+            anchors.add(_slug(line.lstrip("#")))
+    links = re.findall(r"\]\(#([^)]+)\)", README)
+    assert len(links) >= 6
+    assert sorted(set(links) - anchors) == []
