@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -16,6 +18,7 @@ def _answers(out: str) -> dict[str, str]:
     return {block.split(" ", 1)[0]: block for block in blocks if block.strip()}
 
 
+@pytest.mark.slow
 def test_the_handbook_example_answers_and_withholds_by_principal() -> None:
     run = subprocess.run(
         [sys.executable, "examples/handbook_qa.py"],

@@ -63,6 +63,7 @@ def _check_answer(out: str, marker: re.Pattern[str], allowed: set[str]) -> list[
     return cited
 
 
+@pytest.mark.slow
 def test_the_legal_example_cites_semantic_ids_exactly() -> None:
     out = _run("legal_semantic_id.py")
     bundle = _bundle("legal_penal_code.json")
@@ -82,6 +83,7 @@ def test_the_legal_example_cites_semantic_ids_exactly() -> None:
     assert "\nanswer: I cannot answer based on the provided documents.\n" in refusal
 
 
+@pytest.mark.slow
 def test_the_compliance_example_cites_cit_labels_with_documents_and_pages() -> None:
     out = _run("compliance_cit_label.py")
     bundle = _bundle("compliance_controls.json")
@@ -106,6 +108,7 @@ def test_the_compliance_example_cites_cit_labels_with_documents_and_pages() -> N
     assert "the policy's refusal line: True" in refusal
 
 
+@pytest.mark.slow
 def test_the_manuals_example_cites_exact_file_and_page_and_refuses_fuzzy_markers() -> None:
     out = _run("manuals_source_page.py")
     bundle = _bundle("manuals_case_drain_filter.json")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -30,6 +32,7 @@ def test_ruff_format_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_finds_nothing():
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr

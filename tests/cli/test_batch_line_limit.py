@@ -37,6 +37,7 @@ def _command(*options: str) -> list[str]:
     return [sys.executable, "-m", "groundlock.cli", "ask", "--json", "--run-id", "job", *options]
 
 
+@pytest.mark.slow
 def test_an_over_long_line_is_one_failed_output_line_and_one_audit_record(tmp_path: Path):
     batch, store = tmp_path / "bundles.jsonl", tmp_path / "audit"
     lines = [
@@ -136,6 +137,7 @@ def _peak_kib(megabytes: int) -> tuple[int, list[dict[str, Any]]]:
 
 
 @pytest.mark.skipif(not Path("/dev/stdin").exists(), reason="needs /dev/stdin")
+@pytest.mark.slow
 def test_a_line_of_256_mib_is_answered_in_the_memory_of_a_small_batch():
     baseline, _ = _peak_kib(0)
     peak, records = _peak_kib(256)

@@ -78,6 +78,7 @@ def _rows(store_path: Path) -> tuple[list[ValidationRow], list[QueryRow]]:
         store.close()
 
 
+@pytest.mark.slow
 def test_every_line_is_one_output_line_and_one_audit_record(tmp_path: Path) -> None:
     store = tmp_path / "audit"
     records, err = _ask_batch(_batch_file(tmp_path), store)
@@ -111,6 +112,7 @@ def test_every_line_is_one_output_line_and_one_audit_record(tmp_path: Path) -> N
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_rerun_under_the_same_run_id_records_no_line_twice(tmp_path: Path) -> None:
     batch, store = _batch_file(tmp_path), tmp_path / "audit"
     first, _ = _ask_batch(batch, store, "--run-id", "nightly-7")

@@ -226,6 +226,7 @@ def _ask_recorded(copy: Path) -> ValidationRow:
     return row
 
 
+@pytest.mark.slow
 def test_a_data_file_unreadable_mid_search_fails_the_request_closed_and_is_named(
     copy: Path,
 ) -> None:
@@ -238,6 +239,7 @@ def test_a_data_file_unreadable_mid_search_fails_the_request_closed_and_is_named
     )  # was "the retriever raised Exception"
 
 
+@pytest.mark.slow
 def test_a_chunk_row_whose_access_tags_are_not_the_indexers_fails_closed_named(
     copy: Path,
 ) -> None:

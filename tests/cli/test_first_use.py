@@ -20,6 +20,7 @@ from tests.builders import make_bundle
 GROUNDLOCK = str(Path(sys.executable).with_name("groundlock"))
 
 
+@pytest.mark.slow
 def test_the_version_answers_from_the_script_and_from_python_dash_m() -> None:
     for command in ([GROUNDLOCK, "--version"], [sys.executable, "-m", "groundlock", "--version"]):
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
@@ -27,6 +28,7 @@ def test_the_version_answers_from_the_script_and_from_python_dash_m() -> None:
         assert result.stdout.strip() == f"groundlock {__version__}"
 
 
+@pytest.mark.slow
 def test_a_listing_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
     # ``records list | head``: the reader closes the pipe before the listing is written.
     store = DeltaAuditStore(tmp_path / "audit")
@@ -73,6 +75,7 @@ def test_the_eval_usage_reads_as_its_three_forms(capsys: pytest.CaptureFixture[s
 BUNDLE = Path(__file__).parents[2] / "examples" / "data" / "hydraulic_pump_bundle.json"
 
 
+@pytest.mark.slow
 def test_a_shell_user_archives_and_replays_without_python(tmp_path: Path) -> None:
     # Separate processes, as in a shell: each ask commits its rows as it exits.
     store, archive = str(tmp_path / "audit"), str(tmp_path / "evidence")

@@ -146,6 +146,7 @@ def test_a_missing_store_exits_1_without_creating_it(
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.slow
 def test_the_cli_exits_cleanly_100_times(store_uri: str) -> None:
     # T22: each run reads the validations table and commits one feedback row; delta-rs
     # must not abort the interpreter at exit ("terminate called without an active exception").

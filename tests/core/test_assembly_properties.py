@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,6 +158,7 @@ def _mutated_bundles(draw: st.DrawFn) -> Any:
 
 @_SETTINGS
 @given(payload=_JSON | _mutated_bundles())
+@pytest.mark.slow
 def test_any_input_assembles_or_fails_with_a_reason_code(payload: Any):
     result = assemble(payload, POLICY)
     assert isinstance(result, AnswerBundle)

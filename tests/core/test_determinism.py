@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from groundlock import assemble, load_policy
 from tests.builders import SAMPLE_BUNDLE_PATH, sample_bundle
 
@@ -32,6 +34,7 @@ def _run_with_hash_seed(seed: str) -> bytes:
     return completed.stdout
 
 
+@pytest.mark.slow
 def test_three_processes_with_different_hash_seeds_produce_identical_bytes():
     outputs = [_run_with_hash_seed(seed) for seed in ("0", "1", "4242")]
     assert outputs[0] == outputs[1] == outputs[2]

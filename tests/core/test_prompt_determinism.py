@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from groundlock import AssembleEvidence, BuildPrompt
 from tests.builders import sample_bundle
 
@@ -40,6 +42,7 @@ _SCRIPT = (
 )
 
 
+@pytest.mark.slow
 def test_prompt_bytes_are_identical_across_hash_seeds_and_processes():
     outputs = {
         subprocess.run(

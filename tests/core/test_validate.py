@@ -638,6 +638,7 @@ def _judging_time(text: str, policy: str) -> float:
 
 @pytest.mark.parametrize("policy", ["R2_POLICY_V1", "R2_POLICY_V2", "R2_POLICY_V3"])
 @pytest.mark.parametrize("run", _RUNS, ids=[repr(c) for c in _RUNS])
+@pytest.mark.slow
 def test_a_long_run_of_one_character_is_judged_in_linear_time(run, policy):
     # A run of one character tokenises compactly, so tens of thousands fit under the output
     # cap. Searches that restarted inside the run (a run of '=' took 22 s, of '.' 48 s, of

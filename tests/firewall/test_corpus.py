@@ -32,6 +32,7 @@ def _frozen(ruleset: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("policy", "ruleset"), FROZEN.items())
+@pytest.mark.slow
 def test_a_frozen_ruleset_reaches_every_verdict_it_was_frozen_with(policy, ruleset):
     frozen = _frozen(ruleset)
     moved = []

@@ -64,6 +64,7 @@ rebound_value enforced)."""
     list(FLOORS),
     ids=[f"{policy}-{directory.name}" for policy, directory in FLOORS],
 )
+@pytest.mark.slow
 def test_correct_answers_pass_and_wrong_ones_are_rejected(policy: str, directory: Path):
     judged = [(a, r) for _, a, r in judge_all(policy, directory) if not a.borderline]
     assert {a.label for a, _ in judged} == set(LABELS)
@@ -77,6 +78,7 @@ def test_correct_answers_pass_and_wrong_ones_are_rejected(policy: str, directory
 
 
 @pytest.mark.parametrize("directory", [EVAL_DIR, BROAD_DIR], ids=["eval", "broad"])
+@pytest.mark.slow
 def test_a_rejection_lands_on_the_sentence_made_wrong(directory: Path):
     """Of the wrong answers of several sentences rejected, the enforced finding is about the
     sentence the set marks wrong (measured: every rejection of the tuning and broad sets, one-
@@ -107,6 +109,7 @@ def _sentence(text: str, number: int) -> str:
     return next((s.raw for s in parsed.sentences if s.number == number), "")
 
 
+@pytest.mark.slow
 def test_the_sets_are_large_and_broad_enough_to_mean_something():
     judged = judge_all("R2_POLICY_V2") + judge_all("R2_POLICY_V2", HELDOUT_DIR)
     assert len(judged) >= 800

@@ -47,6 +47,7 @@ EACH_PRESET = pytest.mark.parametrize("policy", PRESETS)
 
 @SETS
 @EACH_PRESET
+@pytest.mark.slow
 def test_a_preset_gives_the_default_verdict_on_the_translated_set(policy: str, directory: Path):
     default = {j.answer.id: j.passed for j in judge_set(DEFAULT, directory)}
     judged = [j for j in judge_set(policy, directory) if j.result is not None]

@@ -156,6 +156,7 @@ def test_retries_stop_at_the_policy_attempt_limit(server, api):
     ids=["400", "401", "403", "404", "409", "422", "quota", "context", "retry-after-300",
          "should-retry-false"],
 )  # fmt: skip
+@pytest.mark.slow
 def test_non_transient_failures_are_sent_exactly_once(server, api, error, reason):
     state, sleeps = _execute(server, api, error, Reply())
     result = state.execution

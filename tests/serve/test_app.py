@@ -292,6 +292,7 @@ _JSON = st.recursive(
         ),
     )
 )
+@pytest.mark.slow
 def test_the_endpoint_never_answers_500(client: TestClient, payload: Any) -> None:
     # T14: any JSON (NaN and infinities included) or broken bytes: a response, never a 500.
     body = json.dumps(payload, allow_nan=True).encode()

@@ -224,6 +224,7 @@ def test_slow_bodies_hold_no_slot_and_are_cut_at_the_read_timeout(
     assert time.monotonic() - started < READ_TIMEOUT + 5
 
 
+@pytest.mark.slow
 def test_slow_headers_are_cut_at_the_read_timeout(offline: tuple[Served, DeltaAuditStore]) -> None:
     # The same class one step earlier: uvicorn bounds no request's headers, so a client
     # that never finishes them (or never sends a byte) kept its connection forever.
@@ -296,6 +297,7 @@ def _recorded(
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_a_request_cut_by_the_deadline_is_recorded_once(
     slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
 ) -> None:
@@ -334,6 +336,7 @@ def test_a_request_cut_by_the_deadline_is_recorded_once(
     assert again.json()["output"]["status"] == "OK"
 
 
+@pytest.mark.slow
 def test_a_client_that_goes_away_frees_its_slot_and_is_recorded(
     slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
 ) -> None:
@@ -367,6 +370,7 @@ def test_a_client_that_goes_away_frees_its_slot_and_is_recorded(
     ]
 
 
+@pytest.mark.slow
 def test_the_start_check_reads_the_policy_the_workers_will_read(tmp_path: Path) -> None:
     # GROUNDLOCK_POLICY (documented) was not what the check loaded: a policy whose model
     # deadline needs 220 s passed with 120 s, and the workers then failed, again and again.
@@ -395,6 +399,7 @@ def test_the_start_check_reads_the_policy_the_workers_will_read(tmp_path: Path) 
         (["--request-timeout-seconds", "1e30"], "request_timeout_seconds must be positive"),
     ],
 )
+@pytest.mark.slow
 def test_a_deadline_the_policy_cannot_keep_is_refused_at_start(flags: list[str], says: str) -> None:
     # Item 4's second half: a serving deadline below the model's own would cut, as 504s,
     # requests the policy lets end in their own audited outcome. Refused before any worker.
@@ -407,6 +412,7 @@ def test_a_deadline_the_policy_cannot_keep_is_refused_at_start(flags: list[str],
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_requests_cut_while_their_audit_write_waits_are_each_recorded_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -445,6 +451,7 @@ def test_requests_cut_while_their_audit_write_waits_are_each_recorded_once(
     assert {r.failure_reason for r in rows} <= {None, "CLIENT_DISCONNECTED"}
 
 
+@pytest.mark.slow
 def test_a_client_that_reads_no_responses_is_cut(offline: tuple[Served, DeltaAuditStore]) -> None:
     # Pipelined requests whose answers are never read: writing pauses, no timer ran, and
     # the connection (with a slot, on a gated route) stayed as long as the client liked.
@@ -502,6 +509,7 @@ def test_deep_json_and_a_non_ascii_key_are_4xx_not_500(
     assert "location" not in moved.headers
 
 
+@pytest.mark.slow
 def test_a_forwarded_for_header_does_not_make_one_client_many(
     slow_model: tuple[Served, DeltaAuditStore, FakeOpenAI],
 ) -> None:

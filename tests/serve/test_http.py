@@ -72,6 +72,7 @@ def _client(url: str) -> RemoteRunnable:
     return RemoteRunnable(f"{url}/answer", headers={"X-API-Key": KEY})
 
 
+@pytest.mark.slow
 def test_remote_runnable_invoke_batch_and_ainvoke(served: tuple[str, Path]) -> None:
     url, _ = served
     remote = _client(url)
@@ -98,6 +99,7 @@ def test_without_the_key_nothing_runs(served: tuple[str, Path]) -> None:
     assert response.status_code == 401
 
 
+@pytest.mark.slow
 def test_each_worker_writes_its_audit_rows(served: tuple[str, Path]) -> None:
     # Many requests over fresh connections reach both workers; every one is recorded.
     url, store = served
@@ -187,6 +189,7 @@ def test_two_keys_sending_the_same_ids_leave_two_records(served: tuple[str, Path
     ]
 
 
+@pytest.mark.slow
 def test_an_over_limit_batch_is_refused_at_once(served: tuple[str, Path]) -> None:
     # The attack: 4,000 tiny items took 21 s and wrote a row each; refused now
     # before anything runs. (Asserted by what was written, not by a wall-clock bound.)
@@ -208,6 +211,7 @@ def test_an_over_limit_batch_is_refused_at_once(served: tuple[str, Path]) -> Non
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 async def test_a_saturating_client_starves_neither_health_nor_other_clients(
     served: tuple[str, Path],
 ) -> None:

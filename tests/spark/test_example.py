@@ -11,6 +11,7 @@ import pytest
 from tests.spark.conftest import ROOT, _spark_missing
 
 
+@pytest.mark.spark
 def test_the_backfill_example_answers_resumes_and_re_judges() -> None:
     missing = _spark_missing()
     if missing:

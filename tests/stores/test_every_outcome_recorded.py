@@ -646,6 +646,7 @@ def _recorded(store: DeltaAuditStore, request_id: str) -> tuple[ValidationRow, Q
 
 
 @pytest.mark.parametrize("outcome", OUTCOMES)
+@pytest.mark.slow
 def test_every_outcome_leaves_one_row_in_each_table(
     outcome: Outcome,
     mode: str,
@@ -717,6 +718,7 @@ def test_a_store_that_cannot_write_fails_the_request_and_leaves_no_row(
 
 
 @pytest.mark.parametrize(("name", "model"), UNRECORDABLE)
+@pytest.mark.slow
 def test_values_the_audit_columns_cannot_hold_still_leave_one_row(
     name: str,
     model: Callable[[], BaseChatModel],

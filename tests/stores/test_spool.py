@@ -164,6 +164,7 @@ store.close()
 """
 
 
+@pytest.mark.slow
 def test_a_live_writer_keeps_its_open_segment_even_without_its_lock_file(
     tmp_path: Path,
 ) -> None:
@@ -271,6 +272,7 @@ def _claim(spool: str, audit: str, start: Any, results: Any) -> None:
     results.put(store._spool_problem())
 
 
+@pytest.mark.slow
 def test_processes_claiming_a_new_spool_at_once_all_agree(tmp_path: Path) -> None:
     # Several workers of one store start together: none may read the ownership marker
     # while another is still writing it (it once did, about one start in eight).

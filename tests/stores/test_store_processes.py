@@ -38,6 +38,7 @@ def _keys(store: DeltaAuditStore, row_type: type[ValidationRow] | type[QueryRow]
     return Counter(row.request_id or "" for row in store.select(row_type))
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_loses_no_answered_request(tmp_path: Path) -> None:
     # T18: 20 writers, each killed at a random point of its stream of requests.
     rng = random.Random(18)
@@ -72,6 +73,7 @@ def test_sigkill_at_random_points_loses_no_answered_request(tmp_path: Path) -> N
     assert len(answered) >= 20
 
 
+@pytest.mark.slow
 def test_eight_processes_append_at_once(tmp_path: Path) -> None:
     # T16: rows equal successful requests; (request_id, run_id) unique; conflicts retried.
     root = tmp_path / "audit"
@@ -89,6 +91,7 @@ def test_eight_processes_append_at_once(tmp_path: Path) -> None:
     assert DeltaTable(str(root / "validations")).version() >= 8
 
 
+@pytest.mark.slow
 def test_compaction_while_appends_continue_loses_no_row(tmp_path: Path) -> None:
     # T23: optimize.compact and a vacuum dry run while writers append.
     root = tmp_path / "audit"
@@ -148,12 +151,14 @@ def _forking_server(root: Path, parent: str) -> list[str]:
     return sorted(result.stdout.splitlines())
 
 
+@pytest.mark.slow
 def test_a_store_made_before_fork_writes_from_each_child(tmp_path: Path) -> None:
     # The parent builds the chain and never writes: each forked child records its rows.
     assert _forking_server(tmp_path / "audit", "unused") == ["OK None True"] * 3
     assert len(DeltaAuditStore(tmp_path / "audit").select(ValidationRow)) == 3
 
 
+@pytest.mark.slow
 def test_children_of_a_parent_that_used_delta_fail_closed(tmp_path: Path) -> None:
     # delta-rs cannot run in a child forked after its runtime started: the child's requests
     # must fail closed, never answer unaudited, and never crash the worker.
@@ -170,6 +175,7 @@ def _without_root_override() -> list[str]:
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
 
 
+@pytest.mark.slow
 def test_fails_closed_on_a_read_only_table_directory(tmp_path: Path) -> None:
     # T19: the tables exist but this process may not write them. Root ignores permissions,
     # so the request runs in a child without the capabilities that let it.

@@ -110,6 +110,7 @@ def test_sanitising_twice_changes_nothing_more(raw: str):
     assert sanitize_evidence(once).text == once
 
 
+@pytest.mark.slow
 def test_sanitise_cache_stays_within_its_memory_bound():
     SANITIZE_CACHE.clear()
     for seed in range(1200):

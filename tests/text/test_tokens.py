@@ -71,6 +71,7 @@ def test_counts_are_cached_per_text():
     assert counter.cache.info().entries == 0
 
 
+@pytest.mark.slow
 def test_token_cache_is_bounded_by_size_not_entry_count():
     counter = TokenCounter(load_encoding("cl100k_base"))
     big = [f"{seed} " + "torque " * 90_000 for seed in range(3)]  # 630k chars each

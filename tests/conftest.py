@@ -1,0 +1,22 @@
+"""Markers the fast subset of the suite leaves out (README, "Run the tests").
+
+``-m "not spark and not browser and not slow"`` is the edit-test loop; CI runs everything.
+A test that takes the ``spark`` or ``browser`` fixture is marked here, so a new one cannot
+forget its marker and slip a JVM or a browser into the fast subset. ``slow`` is set by hand
+on the tests that take 1.5 s or more (measured with ``--durations=0``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+_MARKED_BY_FIXTURE = ("spark", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that takes the ``spark`` or ``browser`` fixture with its name."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        for name in _MARKED_BY_FIXTURE:
+            if name in fixtures:
+                item.add_marker(name)
