@@ -39,15 +39,19 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
     assert policy.max_chunk_tokens == 770  # floor(0.35 * 2200), not 769 from float rounding
     assert available_policies() == [
         "CIT_LABEL_POLICY_V1",
+        "CIT_LABEL_POLICY_V1_LEXICAL",
         "LEXICAL_POLICY_V1",
         "R2_POLICY_V1",
         "R2_POLICY_V2",
         "R2_POLICY_V2_JUDGED",
         "R2_POLICY_V3",
         "R2_POLICY_V3_JUDGED",
+        "R2_POLICY_V3_LEXICAL",
         "R2_POLICY_V3_STRICT",
         "SEMANTIC_ID_POLICY_V1",
+        "SEMANTIC_ID_POLICY_V1_LEXICAL",
         "SOURCE_PAGE_POLICY_V1",
+        "SOURCE_PAGE_POLICY_V1_LEXICAL",
     ]
 
 
