@@ -15,8 +15,12 @@ question and ``--index`` to the same command, so there is one way to ask.
 The policy: ``--policy`` when given. Without it, an index built with the lexical embedding
 is answered under :data:`~groundlock.lakehouse.LEXICAL_POLICY` (its gates are calibrated
 for that embedding) and any other under the library's default. A policy whose similarity
-gate is above what the lexical embedding reaches is refused for a lexical index, with a
-hint, rather than left to refuse every question.
+gate is above what the lexical embedding reaches is refused for a lexical index (exit 2),
+naming its lexical twin (``SOURCE_PAGE_POLICY_V1`` -> ``SOURCE_PAGE_POLICY_V1_LEXICAL``,
+see :mod:`groundlock.lakehouse.calibration`), rather than left to refuse every question.
+It is refused, not swapped for the twin: the policy a user names is the policy every audit
+row (and every ``eval`` row) records, so a script that filters rows by the name it passed
+finds them, and a name never stands for gates it does not hold.
 
 Access: the shell user reads the index's tables directly, so ``ask --index`` applies no
 access policy unless given one: ``--access FILE`` (an :class:`~groundlock.AccessPolicy` as
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundlock.cli._shared import Parser, UsageError, check_location, open_store
-from groundlock.lakehouse import LEXICAL_POLICY
+from groundlock.lakehouse.calibration import LEXICAL_GATE_CEILING, LEXICAL_POLICY, LEXICAL_TWINS
 from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES, PDF_FILE_RATIO
 
 if TYPE_CHECKING:
@@ -48,10 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask", "index_front"]
 
 _MIB = 1024 * 1024
-
-LEXICAL_GATE_CEILING = 0.5
-"""A top-similarity gate above this refuses nearly every answer from a lexical index: the
-lexical embedding's best cosines for a matching paragraph sit around 0.35 to 0.5."""
 
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -199,8 +199,9 @@ def _policy_for(name: str | None, index_model: str) -> Policy:
     from groundlock.errors import GroundlockError  # noqa: PLC0415
     from groundlock.lakehouse import (  # noqa: PLC0415
         LEXICAL_EMBEDDING_PREFIX,
-        LEXICAL_POLICY,
+        calibration_problem,
         lexical_policy,
+        lexical_twin,
     )
     from groundlock.policies import load_policy  # noqa: PLC0415
     from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
@@ -213,15 +214,21 @@ def _policy_for(name: str | None, index_model: str) -> Policy:
             policy = load_policy(name or DEFAULT_POLICY)
     except (GroundlockError, ValueError, LookupError, OSError) as exc:
         raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
-    if lexical and policy.min_top_similarity_score > LEXICAL_GATE_CEILING:
+    problem = calibration_problem(policy, index_model)
+    if problem is None:
+        return policy
+    # Refused, never swapped for the twin: the name passed is the name the trail records.
+    twin = lexical_twin(policy.policy_version)
+    if twin is not None:
         raise UsageError(
-            f"policy {policy.policy_version} gates answers at a top similarity of "
-            f"{policy.min_top_similarity_score}, calibrated for a neural embedding; this "
-            f"index was embedded with {index_model}, whose cosines stay below "
-            f"{LEXICAL_GATE_CEILING}, so every question would be refused. Omit --policy "
-            f"(or pass --policy {LEXICAL_POLICY}) to use the lexical calibration"
+            f"{problem}. Its lexical twin {twin} is the same policy with both gates at 0.33: "
+            f"pass --policy {twin}"
         )
-    return policy
+    twins = ", ".join(sorted(set(LEXICAL_TWINS.values()) - {LEXICAL_POLICY}))
+    raise UsageError(
+        f"{problem}. Omit --policy (or pass --policy {LEXICAL_POLICY}) to use the lexical "
+        f"calibration, or pass a preset's lexical twin ({twins})"
+    )
 
 
 def index_front(

@@ -9,12 +9,20 @@ answered under. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over th
 ``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` answers from the
 index like from any other store. :func:`run_eval` closes the loop: it answers a gold set
 through a chain, scores it deterministically and logs the scores to a Delta table
-(:mod:`groundlock.lakehouse.evaluation`).
+(:mod:`groundlock.lakehouse.evaluation`). A lexical index is answered
+under :data:`LEXICAL_POLICY` or a preset's lexical twin (:data:`LEXICAL_TWINS`,
+:mod:`groundlock.lakehouse.calibration`).
 
 A room at the level of :mod:`groundlock.stores`: it imports the core's contracts and text
 helpers, never the runnables or the command line.
 """
 
+from groundlock.lakehouse.calibration import (
+    LEXICAL_POLICY,
+    LEXICAL_TWINS,
+    calibration_problem,
+    lexical_twin,
+)
 from groundlock.lakehouse.chunking import DocumentRefused
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
 from groundlock.lakehouse.evaluation import (
@@ -28,13 +36,14 @@ from groundlock.lakehouse.evaluation import (
     set_review,
     summary,
 )
-from groundlock.lakehouse.indexer import LEXICAL_POLICY, IndexReport, index_documents
+from groundlock.lakehouse.indexer import IndexReport, index_documents
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.policies import Policy, load_policy
 
 __all__ = [
     "LEXICAL_EMBEDDING_PREFIX",
     "LEXICAL_POLICY",
+    "LEXICAL_TWINS",
     "DeltaVectorStore",
     "DocumentRefused",
     "EvalItem",
@@ -42,9 +51,11 @@ __all__ = [
     "IndexReport",
     "LexicalEmbeddings",
     "RunSummary",
+    "calibration_problem",
     "compare",
     "index_documents",
     "lexical_policy",
+    "lexical_twin",
     "open_lexical_index",
     "read_eval_log",
     "read_eval_rows",

@@ -21,6 +21,11 @@ is linear in the text. Every refusal is a :class:`DocumentRefused` naming the fi
 
 The document hash covers the file's bytes and the chunking settings, so re-indexing skips
 an unchanged document and re-chunks one whose settings changed.
+
+Every chunk's row carries what each citation preset cites by (:func:`chunk_document`): a
+``page`` (a Markdown or text file is one page, page 1), a ``semantic_id`` and a
+``citation_label``, so one index answers under every preset. :data:`ROWS_VERSION` enters
+the hash, so an index written before a change to what a row holds is rewritten once.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ __all__ = [
     "MAX_FRONT_MATTER_DEPTH",
     "PDF_FILE_RATIO",
     "RESERVED_KEYS",
+    "ROWS_VERSION",
     "SUFFIXES",
     "Chunk",
     "DocumentRefused",
@@ -113,12 +119,21 @@ PDF_FILE_RATIO = 8
 by default. pypdf reads a whole file into memory before it gives the first page's text, so
 the file is bounded, by its size on disk, before it is read: fonts and images make a PDF
 larger than its text, but a file far larger is more likely a scan or a mistake."""
+ROWS_VERSION = 2
+"""What a chunk's row holds; part of every document's hash (see :func:`chunk_document`).
+
+2: an unpaged document is page 1, and a chunk without a front-matter ``semantic_id`` or
+``citation_label`` gets one made from its document (version 1 left them empty, so the
+``[Source: file, p.N]``, ``[semantic_id]`` and ``[CIT-NN]`` presets refused its rows).
+"""
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 """Ceiling on a front-matter block or a PDF's metadata file: real ones are under 1 kB."""
 MAX_FRONT_MATTER_DEPTH = 16
 """Deepest nesting of lists and mappings front matter may have (tags are flat or lists)."""
 
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
+_NOT_IN_A_MARKER = re.compile(r"[^A-Za-z0-9_.:/\-]+")
+"""What a ``[semantic_id]`` marker cannot hold (spaces, brackets, commas, ...)."""
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -378,13 +393,26 @@ def _pieces(text: str, max_chars: int) -> Iterator[str]:
 def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[Chunk]:
     """The document's chunks, numbered from 1 (per page for a PDF).
 
-    Chunk ids are ``<document_id>#<n>`` (``#p<page>.<n>`` for a page), so a chunk's id
-    says where it came from and re-indexing an unchanged document gives the same ids.
+    Chunk ids are ``<document_id>#<n>`` (``#p<page>.<n>`` for a page of a PDF), so a
+    chunk's id says where it came from and re-indexing an unchanged document gives the
+    same ids. Each row also carries what every citation preset cites by:
+
+    * ``page``: a PDF page's number; a Markdown or text file is one page, page 1 (its
+      chunk ids and source references stay unpaged: ``notes.md#2``, ``title, para. 2``).
+    * ``semantic_id``: the front matter's ``semantic_id`` (it names the document's one
+      row), else ``<knowledge_id>_<n>`` after the chunk id's ``#``: ``MM-TUG7-HPU-04_2``
+      for ``tug7-hpu-maintenance.md#2``, ``MM-HPU-RELIEF_p3.1`` for ``hpu.pdf#p3.1``
+      (characters a marker cannot hold become ``_``). A chunk id cannot be a marker:
+      ``[semantic_id]`` markers hold no ``#``.
+    * ``citation_label``: the front matter's, else the document's title, else its path.
     """
     meta = document.metadata
     stem = Path(document.document_id).stem
     knowledge_id = str(meta.get("knowledge_id") or stem)
     title = str(meta.get("title") or document.source_file)
+    semantic_id = _text(meta.get("semantic_id"))
+    label = _text(meta.get("citation_label")) or title
+    base = _NOT_IN_A_MARKER.sub("_", knowledge_id).lstrip(".:/-")
     chunks: list[Chunk] = []
     for page, text in document.pages:
         for number, piece in enumerate(_pieces(text, max_chars), start=1):
@@ -397,13 +425,13 @@ def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[C
                     document_id=document.document_id,
                     document_sha256=document.content_sha256,
                     source_file=document.source_file,
-                    page=page,
-                    citation_label=_text(meta.get("citation_label")),
+                    page=1 if page is None else page,
+                    citation_label=label,
                     knowledge_id=knowledge_id,
                     # read_document gives an untyped document the indexer's default;
                     # DOCUMENT (read without one) is admitted by no built-in policy.
                     knowledge_type=str(meta.get("knowledge_type") or "DOCUMENT"),
-                    semantic_id=_text(meta.get("semantic_id")),
+                    semantic_id=semantic_id or f"{base}_{suffix}",
                     source_reference=f"{title}, {where}",
                     equipment_id=_text(meta.get("equipment_id")),
                     event_date=_text(meta.get("event_date")),

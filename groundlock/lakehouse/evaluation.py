@@ -270,11 +270,26 @@ def _raised_row(item: EvalItem, run_id: str, ms: float) -> EvalRow:
     )
 
 
+def _cited_chunks(response: PublicResponse, judged: Judged | None) -> tuple[str, ...]:
+    """The chunk ids the answer cites: R5's validated anchors, resolved through R2's map.
+
+    Not the public citations' anchors: under a preset those are its markers (``CIT-01``,
+    ``MM-TUG7-HPU-04_2``, ``Source: manual.pdf, p.3``), not R2's anchors, and one page's
+    marker may cite several chunks of the page, which are listed once to a reader.
+    """
+    if not response.citations:
+        return ()
+    if judged is None:
+        return tuple(citation.knowledge_id for citation in response.citations)
+    anchors = judged.bundle.anchor_map
+    cited = (anchors[a] for a in judged.validation.validated_citations if a in anchors)
+    return tuple(dict.fromkeys(cited))
+
+
 def _row(
     item: EvalItem, run_id: str, response: PublicResponse, judged: Judged | None, ms: float
 ) -> EvalRow:
-    anchors = judged.bundle.anchor_map if judged is not None else {}
-    actual = tuple(anchors.get(c.anchor, c.knowledge_id) for c in response.citations)
+    actual = _cited_chunks(response, judged)
     status = response.status.value
     precision, recall, refusal_correct, passed = score(item, status, actual)
     validation = judged.validation if judged is not None else None

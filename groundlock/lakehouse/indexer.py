@@ -44,8 +44,10 @@ from pydantic import ValidationError
 from groundlock.citations.grammar import CitationGrammar
 from groundlock.contracts.retrieval import RetrievalRow
 from groundlock.core.access import row_payload
+from groundlock.lakehouse.calibration import LEXICAL_POLICY
 from groundlock.lakehouse.chunking import (
     MAX_DOCUMENT_BYTES,
+    ROWS_VERSION,
     Chunk,
     DocumentRefused,
     SourceDocument,
@@ -77,16 +79,6 @@ __all__ = [
     "read_rows",
     "table_label",
 ]
-
-LEXICAL_POLICY = "LEXICAL_POLICY_V1"
-"""The locked policy for an index embedded with :class:`LexicalEmbeddings`.
-
-``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
-calibrated per embedding, and the lexical embedding's cosines run lower than a neural
-model's. Meaningful only for this embedding, it is still a built-in policy: a request
-archived under it must be found again by name for ``groundlock replay``. Also the policy
-a lexical index's rows are checked against when no other is named.
-"""
 
 CHUNKS = "chunks"
 EMBEDDINGS = "embeddings"
@@ -334,7 +326,8 @@ def index_documents(
     target = _target_policy(policy, model)
     default_type = _default_type(target, default_knowledge_type)
     _check_settings(target, max_chars, max_document_bytes)
-    documents, refused = _read_all(root, f"max_chars={max_chars}", max_document_bytes, default_type)
+    settings = f"max_chars={max_chars};rows={ROWS_VERSION}"
+    documents, refused = _read_all(root, settings, max_document_bytes, default_type)
     chunk_table = _open(chunks_uri, storage_options)
     vector_table = _open(vectors_uri, storage_options)
     known, models = _indexed(vector_table)
@@ -490,6 +483,8 @@ _ORIGIN = {
     "source_file": "the file's path under the folder",
     "knowledge_id": "knowledge_id, else the file's name",
     "source_reference": "title, else the file's path",
+    "semantic_id": "semantic_id, else knowledge_id (else the file's name) and the chunk's number",
+    "citation_label": "citation_label, else title, else the file's path",
 }
 """Where a row field's value came from, when it is not the front-matter key of its name."""
 _FRONT_MATTER_KEY = {"knowledge_type_effective": "knowledge_type"}
@@ -540,7 +535,8 @@ class _RowChecks:
                 raise DocumentRefused(
                     document.source_file,
                     f"{_shown(key)} also cites {other}; a {self.grammar.shape} marker must "
-                    f"name one row under policy {self.policy.policy_version}",
+                    f"name one row under policy {self.policy.policy_version}"
+                    + _duplicate_hint(document, chunk, other),
                     field,
                 )
             keys[key] = chunk.chunk_id
@@ -588,6 +584,21 @@ class _RowChecks:
                 document.source_file, f"{why} under policy {self.policy.policy_version}", field
             )
         return row
+
+
+def _duplicate_hint(document: SourceDocument, chunk: Chunk, other: str) -> str:
+    """How to give two rows of one ``[semantic_id]`` two ids."""
+    if document.metadata.get("semantic_id") is not None:
+        if other.startswith(f"{document.document_id}#"):
+            return (
+                " (a front-matter semantic_id names a document's one row; without it each "
+                "chunk gets <knowledge_id>_<n>)"
+            )
+        return ""
+    return (
+        f" (made from knowledge_id {_shown(chunk.knowledge_id)}: give one of the documents "
+        "another knowledge_id, or a semantic_id)"
+    )
 
 
 def _embed(embedding: Embeddings, texts: list[str], batch_size: int) -> np.ndarray:

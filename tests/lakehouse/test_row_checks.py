@@ -175,8 +175,8 @@ def test_the_command_line_checks_against_the_policy_it_is_given(
     docs = _docs(tmp_path, {"crane.md": CRANE})
     index = str(tmp_path / "idx")
     code, _, err = _run(capsys, "index", str(docs), "--index", index, "--policy", "R2_POLICY_V3")
-    assert code == 2  # a policy ask would refuse for a lexical index
-    assert "--policy LEXICAL_POLICY_V1" in err
+    assert code == 2  # a policy ask would refuse for a lexical index; its twin is named
+    assert err.endswith("pass --policy R2_POLICY_V3_LEXICAL\n")
     code, _, err = _run(capsys, "index", str(docs), "--index", index, "--knowledge-type", "NOTE")
     assert code == 2
     assert err.startswith("groundlock: error: --knowledge-type 'NOTE': policy LEXICAL_POLICY_V1")
@@ -222,12 +222,34 @@ def test_a_semantic_id_must_name_one_row_under_a_semantic_id_policy(tmp_path: Pa
         index_documents(docs, tmp_path / "idx", policy="SEMANTIC_ID_POLICY_V1")
     assert str(refused.value) == (
         "crane.md: semantic_id: 'CRANE_1' also cites crane.md#1; a [<semantic_id>] marker "
-        "must name one row under policy SEMANTIC_ID_POLICY_V1"
+        "must name one row under policy SEMANTIC_ID_POLICY_V1 (a front-matter semantic_id "
+        "names a document's one row; without it each chunk gets <knowledge_id>_<n>)"
     )
-    # Without a semantic id, the chunk id is the marker, and '#' cannot be written in one.
-    (docs / "crane.md").write_text(CRANE)
-    with pytest.raises(DocumentRefused, match=r"^crane\.md: chunk_id: cannot be written as"):
-        index_documents(docs, tmp_path / "idx", policy="SEMANTIC_ID_POLICY_V1")
+
+
+def test_without_a_semantic_id_each_chunk_is_cited_by_its_knowledge_id_and_number(
+    tmp_path: Path,
+):
+    # Before: the chunk id was the marker, and '#' cannot be written in one, so no
+    # document of an index could be cited under a [semantic_id] policy.
+    docs = _docs(tmp_path, {"crane.md": CRANE, "fuel.md": FUEL})
+    index = tmp_path / "idx"
+    index_documents(docs, index, policy="SEMANTIC_ID_POLICY_V1_LEXICAL")
+    rows = read_rows(DeltaTable(index / "chunks"), "SELECT chunk_id, semantic_id FROM t")
+    assert sorted((r["chunk_id"], r["semantic_id"]) for r in rows) == [
+        ("crane.md#1", "crane_1"),
+        ("crane.md#2", "crane_2"),
+        ("fuel.md#1", "SN-9_1"),
+    ]
+    # Two documents of one knowledge_id would give two rows one marker: refused, with how.
+    (docs / "fuel.md").write_text(FUEL.replace("SN-9", "crane"))
+    with pytest.raises(DocumentRefused) as refused:
+        index_documents(docs, index, policy="SEMANTIC_ID_POLICY_V1_LEXICAL")
+    assert str(refused.value).startswith("fuel.md: semantic_id: 'crane_1' also cites crane.md#1")
+    assert str(refused.value).endswith(
+        "(made from knowledge_id 'crane': give one of the documents another knowledge_id, "
+        "or a semantic_id)"
+    )
 
 
 def test_a_document_without_text_does_not_count_as_changed_on_every_run(tmp_path: Path):
