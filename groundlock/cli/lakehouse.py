@@ -1,10 +1,12 @@
-"""The lakehouse commands: ``index``, and ``ask QUESTION --index PATH``.
+"""The lakehouse commands: ``index``, ``index --list``, and ``ask QUESTION --index PATH``.
 
 ``groundlock index SOURCE --index PATH`` chunks and embeds the documents under ``SOURCE``
 (offline, with the lexical embedding) into the Delta tables at ``PATH``; a re-run writes
 only what changed. Every row is checked against the policy ``ask --index`` will answer
 under (``--policy``, chosen as below): a document R2 would refuse is refused (exit 1, one
 line naming the file and the field), or with ``--skip-invalid`` left out and reported.
+``groundlock index --list [chunks|documents] --index PATH`` says what an index holds: one
+line per chunk (the ids a gold set names) or per document, ``--json`` one object a line.
 ``groundlock ask "question" --index PATH`` answers a plain question from
 such an index: R1 (a :class:`~groundlock.RetrievalFront` over a
 :class:`~groundlock.lakehouse.DeltaVectorStore`) in front of the usual chain.
@@ -33,12 +35,13 @@ refused by the front (``PRINCIPAL_UNRESOLVED``), as a served request would be.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundlock.cli._shared import Parser, UsageError, check_location, open_store
+from groundlock.cli._shared import Parser, UsageError, check_location, open_store, table_lines
 from groundlock.lakehouse.calibration import LEXICAL_GATE_CEILING, LEXICAL_POLICY, LEXICAL_TWINS
 from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES, PDF_FILE_RATIO
 
@@ -46,31 +49,65 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
     from groundlock.core.access import AccessPolicy
+    from groundlock.lakehouse import IndexListing, ListedChunk, ListedDocument
     from groundlock.policies import Policy
     from groundlock.runnables.retrieve import RetrievalFront
 
 __all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask", "index_front"]
 
 _MIB = 1024 * 1024
+_DIMENSIONS, _MAX_CHARS = 2048, 1200
+_LIST_LIMIT, _MOST_LISTED = 100, 1_000_000
+_SHOWN_TEXT = 48
+"""Characters of a chunk's text a ``--list`` line shows (its first words)."""
+
+_INDEX_USAGE = (
+    "groundlock index SOURCE --index PATH [--policy P] [--knowledge-type TYPE]\n"
+    "                        [--skip-invalid] [--max-chars N] [--max-document-mb MIB]\n"
+    "                        [--dimensions N] [--json]\n"
+    "       groundlock index --list [chunks|documents] --index PATH [--document DOC]...\n"
+    "                        [--limit N] [--json]"
+)
+_INDEX_DESCRIPTION = """\
+Index the documents under SOURCE (Markdown, text, PDF) into the Delta tables at --index;
+a re-run writes only what changed. Or, with --list, say what the index holds: one line
+per chunk (its id, page, knowledge type, semantic id, citation label and first words),
+with --list documents one line per document, with --json one JSON object per line.
+
+Chunk ids say where a chunk came from: <document>#<n> is paragraph n of a Markdown or
+text file (crane-slew-bearing.md#2), <document>#p<page>.<n> paragraph n of page <page> of
+a PDF (manual.pdf#p3.1); <document> is the file's path under SOURCE. The chunk ids a
+correct answer cites are what a gold set's expected_citations list (groundlock eval)."""
 
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
-    """Add ``index`` to the command line."""
+    """Add ``index`` (which also lists an index, with ``--list``) to the command line."""
     index = commands.add_parser(
-        "index", help="index documents (Markdown, text, PDF) into Delta tables"
+        "index",
+        help="index documents (Markdown, text, PDF) into Delta tables, or list an index",
+        usage=_INDEX_USAGE,
+        description=_INDEX_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    index.add_argument("source", type=Path, help="a folder of documents, or one file")
+    index.add_argument(
+        "source", type=Path, nargs="?", help="a folder of documents, or one file (not with --list)"
+    )
     index.add_argument("--index", required=True, help="the index's path or URI")
     index.add_argument(
-        "--dimensions", type=int, default=2048, help="lexical embedding size (default 2048)"
+        "--dimensions",
+        type=int,
+        metavar="N",
+        help=f"lexical embedding size (default {_DIMENSIONS})",
     )
     index.add_argument(
-        "--max-chars", type=int, default=1200, help="longest chunk, in characters (default 1200)"
+        "--max-chars",
+        type=int,
+        metavar="N",
+        help=f"longest chunk, in characters (default {_MAX_CHARS})",
     )
     index.add_argument(
         "--max-document-mb",
         type=int,
-        default=MAX_DOCUMENT_BYTES // _MIB,
         metavar="MIB",
         help=f"refuse a document whose text is larger (default {MAX_DOCUMENT_BYTES // _MIB}), "
         f"and a PDF file over {PDF_FILE_RATIO} times that, before it is read",
@@ -89,7 +126,29 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         action="store_true",
         help="leave out (and report) a document the policy would refuse, instead of failing",
     )
-    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.add_argument(
+        "--list",
+        nargs="?",
+        const="chunks",
+        choices=("chunks", "documents"),
+        help="list the index's chunks (the default) or documents instead of indexing",
+    )
+    index.add_argument(
+        "--document",
+        action="append",
+        default=[],
+        metavar="DOC",
+        help="with --list: only this document (its path under the indexed folder; repeatable)",
+    )
+    index.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"with --list: at most N lines (default {_LIST_LIMIT}; a cut listing says so)",
+    )
+    index.add_argument(
+        "--json", action="store_true", help="print the report, or each listed line, as JSON"
+    )
     index.set_defaults(handler=_index)
 
 
@@ -125,6 +184,19 @@ def _index(args: argparse.Namespace) -> int:
     from groundlock.lakehouse import LexicalEmbeddings, index_documents  # noqa: PLC0415
     from groundlock.lakehouse.indexer import embedding_name  # noqa: PLC0415
 
+    if args.list is not None:
+        return _list(args)
+    if args.document or args.limit is not None:
+        raise UsageError("--document and --limit go with --list")
+    if args.source is None:
+        raise UsageError(
+            "index needs a SOURCE (a folder of documents, or one file) to index, or --list "
+            "to list what the index holds"
+        )
+    args.dimensions = _DIMENSIONS if args.dimensions is None else args.dimensions
+    args.max_chars = _MAX_CHARS if args.max_chars is None else args.max_chars
+    if args.max_document_mb is None:
+        args.max_document_mb = MAX_DOCUMENT_BYTES // _MIB
     if args.dimensions < 1 or args.max_chars < 50 or args.max_document_mb < 1:
         raise UsageError(
             "--dimensions and --max-document-mb must be at least 1 and --max-chars at least 50"
@@ -192,6 +264,114 @@ def _index(args: argparse.Namespace) -> int:
             f"{report.default_knowledge_type} (choose with --knowledge-type)\n"
         )
     return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    """``index --list``: the index's chunks (or documents), one line (or JSON object) each."""
+    from groundlock.lakehouse import list_chunks, list_documents  # noqa: PLC0415
+
+    building = {
+        "SOURCE": args.source,
+        "--policy": args.policy,
+        "--knowledge-type": args.knowledge_type,
+        "--skip-invalid": args.skip_invalid or None,
+        "--dimensions": args.dimensions,
+        "--max-chars": args.max_chars,
+        "--max-document-mb": args.max_document_mb,
+    }
+    given = [name for name, value in building.items() if value is not None]
+    if given:
+        raise UsageError(f"--list reads an index; {given[0]} is for building one")
+    limit = _LIST_LIMIT if args.limit is None else args.limit
+    if not 1 <= limit <= _MOST_LISTED:
+        raise UsageError(f"--limit must be between 1 and {_MOST_LISTED:,}")
+    check_location(args.index, "--index")
+    lister = list_documents if args.list == "documents" else list_chunks
+    try:
+        listing: IndexListing[Any] = lister(args.index, documents=args.document, limit=limit)
+    except ValueError as exc:  # no index there
+        raise UsageError(str(exc)) from None
+    for name in listing.missing:
+        sys.stderr.write(
+            f"groundlock: the index holds no document {name!r} (see: groundlock index "
+            "--list documents)\n"
+        )
+    what = "documents" if args.list == "documents" else "chunks"
+    more = (
+        f"more {what} match: only the first {limit:,} of {listing.matched:,} are shown; see "
+        "more with --limit N" + ("" if what == "documents" else ", or fewer with --document DOC")
+    )
+    if args.json:
+        for item in listing.items:
+            line = json.dumps(dataclasses.asdict(item), ensure_ascii=False)
+            sys.stdout.write(line + "\n")
+        if listing.cut:  # (not on stdout: every line there is an item)
+            sys.stderr.write(f"groundlock: {more}\n")
+        return 0
+    if what == "documents":
+        header, rows = _document_table(listing.items)
+    else:
+        header, rows = _chunk_table(listing.items)
+    for line in table_lines(header, rows):
+        sys.stdout.write(line + "\n")
+    sys.stdout.write(
+        f"{len(listing.items):,} {what[:-1]}(s); index_version {listing.index_version} "
+        f"({listing.embedding_model or 'empty'})\n"
+    )
+    if listing.cut:
+        sys.stdout.write(f"{more}\n")
+    return 0
+
+
+def _chunk_table(chunks: tuple[ListedChunk, ...]) -> tuple[list[str], list[list[str]]]:
+    header = ["chunk_id", "page", "knowledge_type", "semantic_id", "citation_label", "text"]
+    return header, [
+        [
+            chunk.chunk_id,
+            _cell(chunk.page),
+            chunk.knowledge_type,
+            _cell(chunk.semantic_id),
+            _cell(chunk.citation_label),
+            _first_words(chunk.chunk_text),
+        ]
+        for chunk in chunks
+    ]
+
+
+def _document_table(
+    documents: tuple[ListedDocument, ...],
+) -> tuple[list[str], list[list[str]]]:
+    header = ["document", "chunks", "pages", "knowledge_id", "knowledge_type", "citation_label"]
+    return header, [
+        [
+            document.document_id,
+            str(document.chunks),
+            _pages(document.first_page, document.last_page),
+            document.knowledge_id,
+            document.knowledge_type,
+            _cell(document.citation_label),
+        ]
+        for document in documents
+    ]
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _pages(first: int | None, last: int | None) -> str:
+    if first is None or last is None:
+        return "-"
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _first_words(text: str) -> str:
+    """The text's first words on one line, cut between words and marked ``…`` if cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= _SHOWN_TEXT:
+        return flat
+    cut = flat.rfind(" ", 0, _SHOWN_TEXT)
+    return flat[: cut if cut > 0 else _SHOWN_TEXT] + "…"
 
 
 def _policy_for(name: str | None, index_model: str) -> Policy:

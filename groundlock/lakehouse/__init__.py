@@ -9,7 +9,8 @@ answered under. :class:`DeltaVectorStore` is a LangChain ``VectorStore`` over th
 ``RetrievalFront(source=DeltaVectorStore(...), normalization="cosine")`` answers from the
 index like from any other store. :func:`run_eval` closes the loop: it answers a gold set
 through a chain, scores it deterministically and logs the scores to a Delta table
-(:mod:`groundlock.lakehouse.evaluation`). A lexical index is answered
+(:mod:`groundlock.lakehouse.evaluation`). :func:`list_chunks` and :func:`list_documents`
+say what an index holds (the chunk ids a gold set names). A lexical index is answered
 under :data:`LEXICAL_POLICY` or a preset's lexical twin (:data:`LEXICAL_TWINS`,
 :mod:`groundlock.lakehouse.calibration`).
 
@@ -37,6 +38,13 @@ from groundlock.lakehouse.evaluation import (
     summary,
 )
 from groundlock.lakehouse.indexer import IndexReport, index_documents
+from groundlock.lakehouse.listing import (
+    IndexListing,
+    ListedChunk,
+    ListedDocument,
+    list_chunks,
+    list_documents,
+)
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.policies import Policy, load_policy
 
@@ -48,14 +56,19 @@ __all__ = [
     "DocumentRefused",
     "EvalItem",
     "EvalRow",
+    "IndexListing",
     "IndexReport",
     "LexicalEmbeddings",
+    "ListedChunk",
+    "ListedDocument",
     "RunSummary",
     "calibration_problem",
     "compare",
     "index_documents",
     "lexical_policy",
     "lexical_twin",
+    "list_chunks",
+    "list_documents",
     "open_lexical_index",
     "read_eval_log",
     "read_eval_rows",

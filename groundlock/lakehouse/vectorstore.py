@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from deltalake import DeltaTable
     from langchain_core.embeddings import Embeddings
 
-__all__ = ["DeltaVectorStore"]
+__all__ = ["DeltaVectorStore", "access_tags"]
 
 _METADATA_SKIP = frozenset({"chunk_text", "access_tags"})
 
@@ -146,6 +146,15 @@ class DeltaVectorStore(VectorStore):
     def table_versions(self) -> tuple[int, int]:
         """The (chunks, embeddings) Delta versions this store reads."""
         return self._chunks.version(), self._vectors.version()
+
+    def chunk_rows(self, sql: str) -> list[dict[str, Any]]:
+        """Rows of ``sql`` over the chunks table (registered as ``t``), at this store's version.
+
+        How the index is listed (:mod:`groundlock.lakehouse.listing`). A data file that
+        cannot be read raises :class:`~groundlock.stores.readers.TrailDamaged`, naming the
+        table and the file.
+        """
+        return read_rows(self._chunks, sql, table_label(CHUNKS))
 
     # -- search -----------------------------------------------------------------------------
 
@@ -351,12 +360,12 @@ def _ranked(scores: np.ndarray, ids: list[str]) -> list[int]:
 
 def _document(row: Mapping[str, Any]) -> Document:
     metadata = {k: v for k, v in row.items() if k not in _METADATA_SKIP and v is not None}
-    metadata |= {k: v for k, v in _access_tags(row).items() if k not in metadata}
+    metadata |= {k: v for k, v in access_tags(row).items() if k not in metadata}
     metadata["knowledge_type_effective"] = row["knowledge_type"]
     return Document(id=str(row["chunk_id"]), page_content=str(row["chunk_text"]), metadata=metadata)
 
 
-def _access_tags(row: Mapping[str, Any]) -> dict[str, Any]:
+def access_tags(row: Mapping[str, Any]) -> dict[str, Any]:
     """The chunk's access tags, as the indexer stored them: a JSON object of text or lists.
 
     Anything else was not written by the indexer, and the tags are what access control
