@@ -113,3 +113,18 @@ def test_every_link_within_the_readme_lands_on_a_heading():
     links = re.findall(r"\]\(#([^)]+)\)", README)
     assert len(links) >= 6
     assert sorted(set(links) - anchors) == []
+
+
+def test_every_example_file_the_readme_names_exists():
+    """A new user runs the README's commands from the repository root: the files must be there."""
+    named = set(re.findall(r"examples/[\w./-]+\.(?:py|jsonl|json|txt|md)\b", README))
+    assert len(named) >= 10
+    assert sorted(path for path in named if not (ROOT / path).is_file()) == []
+
+
+def test_the_shell_section_runs_on_shipped_files_only():
+    shell = README.split("\n## From a shell\n", 1)[1].split("\n## ", 1)[0]
+    commands = re.search(r"```bash\n(.*?)\n```", shell, re.DOTALL)
+    assert commands
+    for word in re.findall(r"[\w./-]+\.(?:json|jsonl|txt)\b", commands.group(1)):
+        assert (ROOT / word).is_file(), word
