@@ -3,7 +3,8 @@
 ``-m "not spark and not browser and not slow"`` is the edit-test loop; CI runs everything.
 A test that takes the ``spark`` or ``browser`` fixture is marked here, so a new one cannot
 forget its marker and slip a JVM or a browser into the fast subset. ``slow`` is set by hand
-on the tests that take 1.5 s or more (measured with ``--durations=0``).
+on the tests that take 1 s or more (measured with ``--durations=0``), and on those
+that take that long when run without the slow tests that warm their caches.
 """
 
 from __future__ import annotations

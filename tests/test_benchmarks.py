@@ -24,6 +24,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *a
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_benchmark_reports_rates_rules_and_on_target_per_set(monkeypatch, capsys):
     out = _run(
         monkeypatch, capsys, "--set", "broad", "--policy", "R2_POLICY_V3", "--repeat", "0",

@@ -226,6 +226,7 @@ def _policies(draw: st.DrawFn) -> Policy:
 @given(
     rows=_rows(), policy=_policies(), filters=st.sampled_from([None, {"equipment_id": "PUMP-7"}])
 )
+@pytest.mark.slow
 def test_the_walk_records_what_visiting_every_row_would(
     rows: list[dict[str, Any]], policy: Policy, filters: dict[str, str] | None
 ):

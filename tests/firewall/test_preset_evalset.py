@@ -55,6 +55,7 @@ def test_a_preset_gives_the_default_verdict_on_the_translated_set(policy: str, d
     assert len(judged) - len(differing) >= AGREEMENT_FLOOR * len(judged), differing
 
 
+@pytest.mark.slow
 @SETS
 @EACH_PRESET
 def test_no_correct_answer_the_default_accepts_fails_a_preset_s_grammar(policy, directory):

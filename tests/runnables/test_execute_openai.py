@@ -103,6 +103,7 @@ def _assert_pinned_on_the_wire(request: Captured, api: str) -> None:
     assert hashlib.sha256(sent).hexdigest() == PROMPT.prompt.prompt_sha256
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", APIS)
 def test_transient_failures_are_retried_with_identical_bytes_until_success(server, api):
     state, sleeps = _execute(
@@ -213,6 +214,7 @@ def test_success_records_telemetry_from_the_provider(server, api):
     assert result.llm_latency_ms > 0
 
 
+@pytest.mark.slow
 def test_retry_after_really_delays_the_next_attempt(server):
     server.script(Error(429, headers={"retry-after-ms": "1200", "retry-after": "9"}), Reply())
     state = ExecuteModel(model=_model(server, "responses"), policy=FAST).invoke(PROMPT)
@@ -315,6 +317,7 @@ def test_storage_is_only_allowed_when_the_caller_opts_in(server):
     assert stage.pinned.store is True
 
 
+@pytest.mark.slow
 def test_the_deadline_bounds_real_wall_time_including_the_attempt_about_to_start(server):
     tight = policy_with(
         policy_version="REAL_DEADLINE_V1",

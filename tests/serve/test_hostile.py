@@ -204,6 +204,7 @@ def _closed_within(connection: socket.socket, seconds: float) -> bytes:
     return received
 
 
+@pytest.mark.slow
 def test_slow_bodies_hold_no_slot_and_are_cut_at_the_read_timeout(
     offline: tuple[Served, DeltaAuditStore],
 ) -> None:

@@ -148,6 +148,7 @@ def _writers(table: Path) -> set[str]:
     return writers
 
 
+@pytest.mark.slow
 def test_the_example_client_prints_a_cited_answer(served: tuple[str, Path]) -> None:
     url, _ = served
     example = Path(__file__).resolve().parents[2] / "examples" / "remote_client.py"
@@ -171,6 +172,7 @@ def _recorded(store: Path, request_id: str, count: int) -> list[ValidationRow]:
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_two_keys_sending_the_same_ids_leave_two_records(served: tuple[str, Path]) -> None:
     url, store = served
     shared = {"request_id": "shared-1", "run_id": "run-1"}

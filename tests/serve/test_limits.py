@@ -153,6 +153,7 @@ async def test_a_client_over_its_share_gets_429_and_a_full_worker_503(
     assert again.json()["output"]["status"] == "OK"
 
 
+@pytest.mark.slow
 async def test_a_request_past_its_deadline_gets_504() -> None:
     async def slow(bundle: Any) -> PublicResponse:
         await asyncio.sleep(30)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 import string
 
+import pytest
+
 from groundlock.text.fold import fold
 
 _ANY_LETTER = re.compile("[a-z]", re.IGNORECASE)
 _LETTER = {letter: re.compile(letter, re.IGNORECASE) for letter in string.ascii_lowercase}
 
 
+@pytest.mark.slow
 def test_fold_agrees_with_re_ignorecase_on_every_code_point():
     disagreements = []
     for point in range(0x110000):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from groundlock.text.overlap import SHINGLE_CACHE, covered_fraction, shingles
 
 
@@ -33,6 +35,7 @@ def test_half_shared_text_scores_between():
     assert 0.0 < fraction < 1.0
 
 
+@pytest.mark.slow
 def test_shingle_cache_stays_within_its_memory_bound():
     SHINGLE_CACHE.clear()
     for seed in range(400):

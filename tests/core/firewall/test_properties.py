@@ -8,6 +8,7 @@ list of cases misses (``Yes!`` alone once passed with no anchor and broke the co
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ _PIECES = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_PIECES, min_size=1, max_size=12))
 def test_every_generated_answer_gets_a_verdict_the_contract_accepts(pieces: list[str]):
