@@ -107,4 +107,4 @@ class SourcePage:
 
 
 SOURCE_PAGE = SourcePage()
-"""The grammar of ``SOURCE_PAGE_POLICY_V1``."""
+"""The grammar of ``SOURCE_PAGE_POLICY_V1`` and ``SOURCE_PAGE_POLICY_V2``."""

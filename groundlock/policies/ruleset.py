@@ -99,6 +99,9 @@ FEATURES: dict[str, str] = {
     "refuses, not about the whole answer",
     "regnal_numerals": "a capital I right after a capitalised word is a numeral (Elizabeth I, "
     "World War I), not the first person",
+    "cited_file_names": "a file name an admitted row's marker names (source_file) is the "
+    "evidence's own name, no link: a bare host name the linkifier finds in it, whole "
+    "(crane-slew-bearing.md), is read as quoted; a path, query, fragment or scheme is a link",
 }
 """Every feature a ruleset may turn on, with what it changes."""
 

@@ -179,6 +179,10 @@ PRESET_MARKERS = {
         "[Source: Tug AMM 29-11-00.pdf, p.14]",
         "Source: Tug AMM 29-11-00.pdf, p.14",
     ),
+    "SOURCE_PAGE_POLICY_V2": (
+        "[Source: Tug AMM 29-11-00.pdf, p.14]",
+        "Source: Tug AMM 29-11-00.pdf, p.14",
+    ),
 }
 
 

@@ -122,7 +122,8 @@ def test_a_policy_without_a_twin_is_refused_with_the_lexical_choices(
     assert err.endswith(
         "Omit --policy (or pass --policy LEXICAL_POLICY_V1) to use the lexical calibration, or "
         "pass a preset's lexical twin (CIT_LABEL_POLICY_V1_LEXICAL, R2_POLICY_V3_LEXICAL, "
-        "SEMANTIC_ID_POLICY_V1_LEXICAL, SOURCE_PAGE_POLICY_V1_LEXICAL)\n"
+        "SEMANTIC_ID_POLICY_V1_LEXICAL, SOURCE_PAGE_POLICY_V1_LEXICAL, "
+        "SOURCE_PAGE_POLICY_V2_LEXICAL)\n"
     )
 
 
@@ -130,6 +131,7 @@ def test_a_policy_without_a_twin_is_refused_with_the_lexical_choices(
     ("twin", "wire", "relief"),
     [
         ("SOURCE_PAGE_POLICY_V1_LEXICAL", "Source: crane.txt, p.1", "Source: hpu.pdf, p.2"),
+        ("SOURCE_PAGE_POLICY_V2_LEXICAL", "Source: crane.txt, p.1", "Source: hpu.pdf, p.2"),
         ("SEMANTIC_ID_POLICY_V1_LEXICAL", "MM-CRANE-7_2", "MM-HPU-RELIEF_p2.1"),
         ("CIT_LABEL_POLICY_V1_LEXICAL", "CIT-01", "CIT-01"),
         ("R2_POLICY_V3_LEXICAL", "C0", "C0"),
@@ -149,6 +151,28 @@ def test_every_twin_answers_from_text_and_pdf_rows_of_the_index(
         assert response["answer"].rstrip().endswith(f"[{anchor}]")
         cited = response["citations"][0]
         assert (cited["anchor"], cited["page"], cited["citation_label"]) == (anchor, page, label)
+
+
+def test_the_v2_twin_cites_a_markdown_file_the_v1_twin_withholds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # .md is also a top-level domain: source_page_v1 reads [Source: crane.md, p.1] as a link.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "crane.md").write_text(CRANE)
+    index = str(tmp_path / "idx")
+    index_documents(docs, index, policy="SOURCE_PAGE_POLICY_V2_LEXICAL")
+    ask = ("ask", WIRE, "--index", index, "--json", "--policy")
+    code, out, _ = _run(capsys, *ask, "SOURCE_PAGE_POLICY_V2_LEXICAL")
+    response = json.loads(out)
+    assert (code, response["status"]) == (0, "OK"), response
+    assert response["answer"].rstrip().endswith("[Source: crane.md, p.1]")
+    assert [c["anchor"] for c in response["citations"]] == ["Source: crane.md, p.1"]
+    code, out, _ = _run(capsys, *ask, "SOURCE_PAGE_POLICY_V1_LEXICAL")
+    response = json.loads(out)
+    assert (code, response["status"], response["failure_reason"]) == (
+        1, "FAILED", "UNSAFE_OUTPUT"
+    )  # fmt: skip
 
 
 def test_a_markdown_chunk_is_page_1_and_keeps_its_unpaged_id(tmp_path: Path):

@@ -52,6 +52,8 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
         "SEMANTIC_ID_POLICY_V1_LEXICAL",
         "SOURCE_PAGE_POLICY_V1",
         "SOURCE_PAGE_POLICY_V1_LEXICAL",
+        "SOURCE_PAGE_POLICY_V2",
+        "SOURCE_PAGE_POLICY_V2_LEXICAL",
     ]
 
 
@@ -82,6 +84,16 @@ def test_r2_policy_v3_is_the_default_and_selects_as_v2():
     assert judged.model_dump(exclude={"policy_version", "description", "support_judge"}) == (
         v3.model_dump(exclude={"policy_version", "description", "support_judge"})
     )
+
+
+def test_source_page_policy_v2_is_v1_judged_by_source_page_v2():
+    # Stored answers name SOURCE_PAGE_POLICY_V1: it keeps its ruleset, and its hash.
+    v1, v2 = load_policy("SOURCE_PAGE_POLICY_V1"), load_policy("SOURCE_PAGE_POLICY_V2")
+    own = {"policy_version", "description", "firewall_ruleset"}
+    assert v1.model_dump(exclude=own) == v2.model_dump(exclude=own)
+    assert (v1.firewall_ruleset, v2.firewall_ruleset) == ("source_page_v1", "source_page_v2")
+    assert v1.policy_sha256 == "7cd93ea200e2e9b5734957e59efc24543211cddc5e7e1ce49c54888a40ea8c9d"
+    assert "source_page_v2" in v2.description
 
 
 def test_v1_keeps_the_hash_its_audit_rows_carry():

@@ -14,8 +14,13 @@ The answers come from three places, all fixed (a seeded generator, no clock):
   anchors, merged and listed sentences, tables, headings, citation lists;
 * the same quotes perturbed: a digit, a unit, a negation, a name, a word changed.
 
+A ruleset of the ``[Source: file, p.N]`` grammar (``source_page_v1``, ``source_page_v2``)
+judges the same answers written in its markers (:func:`paged_bundles`): each ``[Cn]`` becomes
+the marker of entry ``n``, as ``tests/firewall/eval/presets.py`` translates the evaluation
+sets.
+
 Run ``python -m tests.firewall.corpus.build`` to rewrite ``answers.jsonl`` (only when the
-corpus itself is meant to change), then ``python -m tests.firewall.corpus.freeze <ruleset>``
+corpus itself is meant to change), then ``python -m tests.firewall.corpus.freeze <POLICY>``
 with the code whose verdicts are to be frozen.
 """
 
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.builders import make_bundle, make_row, sample_bundle
+from tests.firewall.eval.presets import preset_bundle
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent.parent
@@ -64,6 +70,28 @@ def bundles() -> dict[str, dict[str, Any]]:
         ]
     )
     return {"pump": sample_bundle(), "validate": validate}
+
+
+PAGED_POLICY = "SOURCE_PAGE_POLICY_V1"
+"""The preset whose marker style the ``source_page`` rulesets read the corpus in."""
+MANUAL_FILE = "amm-29-11.md"
+"""The file of the validate bundle's manual: ``.md`` is also a top-level domain."""
+
+
+def paged_bundles(manual_file: str = MANUAL_FILE) -> dict[str, dict[str, Any]]:
+    """The bundles with the ``source_file`` and ``page`` a ``[Source: file, p.N]`` marker names.
+
+    The pump bundle's documents are PDFs (``Tug AMM 29-11-00.pdf``, ...); the validate
+    bundle's manual is ``manual_file`` (pages 2 and 5), a Markdown file unless told
+    otherwise, and its inspection record ``ir-7.pdf`` (page 8). A marker naming a Markdown
+    file holds a host name to a linkifier: what ``source_page_v2`` reads apart from
+    ``source_page_v1``.
+    """
+    files = {"AMM-29-11": manual_file, "IR-7": "ir-7.pdf"}
+    paged = {name: preset_bundle(bundle, PAGED_POLICY) for name, bundle in bundles().items()}
+    for row in paged["validate"]["results"]:
+        row["source_file"] = files[row["knowledge_id"]]
+    return paged
 
 
 def _literals() -> list[str]:

@@ -4,6 +4,10 @@
 where the ruleset is the one the policy names (``firewall_v1`` for code that predates
 rulesets). Run it once per ruleset version, when that version is made: afterwards the file
 is the reference, and ``tests/firewall/test_corpus.py`` fails on any verdict that moves.
+
+A ruleset of the ``source_page`` grammar judges each answer translated into its markers over
+:func:`~tests.firewall.corpus.build.paged_bundles`; an answer the translation has no analogue
+for (``[C01]``: a page number has no leading zero) is left out, and has no verdict.
 """
 
 from __future__ import annotations
@@ -17,14 +21,24 @@ from groundlock import (
     AssembleEvidence,
     BuildPrompt,
     ExecuteModel,
-    PromptBuildResult,
+    Prompted,
     ValidationResult,
     load_policy,
     validate_answer,
 )
+from groundlock.citations import SOURCE_PAGE
 from groundlock.policies.model import Policy
+from groundlock.policies.ruleset import load_ruleset
 from tests.fakes.chat import ScriptedChatModel
-from tests.firewall.corpus.build import ANSWERS, HERE, bundles
+from tests.firewall.corpus.build import (
+    ANSWERS,
+    HERE,
+    MANUAL_FILE,
+    PAGED_POLICY,
+    bundles,
+    paged_bundles,
+)
+from tests.firewall.eval.presets import translate_answer
 
 
 def corpus() -> list[dict[str, Any]]:
@@ -33,16 +47,31 @@ def corpus() -> list[dict[str, Any]]:
         return [json.loads(line) for line in rows]
 
 
-def judged(policy: Policy) -> Iterator[tuple[dict[str, Any], ValidationResult]]:
-    """Every corpus row with R5's verdict on it under ``policy``."""
-    prompts: dict[str, PromptBuildResult] = {
+def judged(
+    policy: Policy, *, manual_file: str = MANUAL_FILE
+) -> Iterator[tuple[dict[str, Any], ValidationResult]]:
+    """Every corpus row with R5's verdict on it under ``policy``.
+
+    Under a ``source_page`` ruleset the row's answer is the translated one, over
+    :func:`~tests.firewall.corpus.build.paged_bundles` (``manual_file``).
+    """
+    paged = load_ruleset(policy.firewall_ruleset).grammar is SOURCE_PAGE
+    prompts: dict[str, Prompted] = {
         name: (AssembleEvidence(policy=policy) | BuildPrompt(policy=policy)).invoke(bundle)
-        for name, bundle in bundles().items()
+        for name, bundle in (paged_bundles(manual_file) if paged else bundles()).items()
     }
     for row in corpus():
-        model = ScriptedChatModel(text=row["answer"], finish_reason=row["finish_reason"])
-        execution = ExecuteModel(model=model, policy=policy).invoke(prompts[row["bundle"]])
-        yield row, validate_answer(execution, policy)
+        prompt = prompts[row["bundle"]]
+        answer = row["answer"]
+        if paged:
+            entries = [entry.model_dump() for entry in prompt.bundle.selected_evidence]
+            translation = translate_answer(answer, entries, PAGED_POLICY)
+            if translation.untranslatable is not None:
+                continue
+            answer = translation.text
+        model = ScriptedChatModel(text=answer, finish_reason=row["finish_reason"])
+        execution = ExecuteModel(model=model, policy=policy).invoke(prompt)
+        yield {**row, "answer": answer}, validate_answer(execution, policy)
 
 
 def verdict(result: ValidationResult) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 The checks themselves are :func:`groundlock.text.unsafe.unsafe_output` (``firewall_v1``)
 and, from ``firewall_v2``, :func:`unsafe_in`, which also asks a Markdown linkifier what it
-would turn into a link.
+would turn into a link. From ``source_page_v2`` (``cited_file_names``) the name of an
+admitted file is no link: ``[Source: crane-slew-bearing.md, p.1]`` names the evidence, though
+``.md`` is a top-level domain.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["UnsafeOutput", "unsafe_in"]
 
 
-def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | None:
+def unsafe_in(
+    text: str, ruleset: Ruleset, quoted: Iterable[str] = (), file_names: Iterable[str] = ()
+) -> str | None:
     """What makes ``text`` unsafe to render under ``ruleset``, or None if it is plain text.
 
     From ``firewall_v2`` (``linkify`` in its parameters) a link is also whatever a Markdown
@@ -38,6 +42,11 @@ def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | 
     ``ASP.NET``) is no link where the evidence writes it too (``quoted``): the answer names
     what its sources name, and a bare host carries no data out (a path, a query, a
     fragment or a scheme still make it a link, quoted or not).
+
+    With ``cited_file_names`` the admitted rows' file names (``file_names``) are the
+    evidence's own names too: a bare host the linkifier finds in one of them, whole
+    (``crane-slew-bearing.md``, ``v2.md`` of ``pump manual v2.md``), is no link. Whole, not
+    a part of one: ``evil.md`` is still a link beside an admitted ``devil.md``.
     """
     if ruleset.has("end_tokens") and "<" in text:
         text = _END_TOKEN_RE.sub(" ", text)
@@ -52,11 +61,18 @@ def unsafe_in(text: str, ruleset: Ruleset, quoted: Iterable[str] = ()) -> str | 
     linkify = ruleset.compiled("unsafe.linkify", _linkify)
     if linkify.test(text):
         written = [t.lower() for t in quoted]
+        named = _hosts_named(linkify, file_names) if ruleset.has("cited_file_names") else set()
         for link in linkify.match(text) or ():
-            bare = not link.schema and not _BEYOND_HOST_RE.search(link.raw)
-            if not (bare and any(link.raw.lower() in t for t in written)):
+            raw = link.raw.lower()
+            bare = not link.schema and not _BEYOND_HOST_RE.search(raw)
+            if not (bare and (raw in named or any(raw in t for t in written))):
                 return "a link"
     return None
+
+
+def _hosts_named(linkify: LinkifyIt, file_names: Iterable[str]) -> set[str]:
+    """What the linkifier reads as a link inside each file name, lower-cased."""
+    return {link.raw.lower() for name in file_names for link in linkify.match(name) or ()}
 
 
 _BEYOND_HOST_RE = re.compile(r"[/?#:@]")
@@ -109,6 +125,7 @@ class UnsafeOutput:
     def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """One finding naming the first kind of unsafe output found."""
         quoted = [entry.sanitized_text for entry in ctx.entries.values()]
-        unsafe = unsafe_in(reading.text, ctx.ruleset, quoted)
+        files = {entry.source_file for entry in ctx.entries.values() if entry.source_file}
+        unsafe = unsafe_in(reading.text, ctx.ruleset, quoted, files)
         if unsafe is not None:
             yield Finding(self.name, self.reason, f"answer: contains {unsafe}")
