@@ -11,22 +11,22 @@ against each twin's citation grammar: each run commits nothing, because the rows
 
 A preset's similarity gates (0.76) are calibrated for a neural embedding; the lexical
 embedding scores the paragraph that answers a question about 0.3 to 0.6, so
-``SOURCE_PAGE_POLICY_V1`` itself refuses what the index finds. Its lexical twin
-``SOURCE_PAGE_POLICY_V1_LEXICAL`` is the same frozen policy with both gates at 0.33, under
+``SOURCE_PAGE_POLICY_V2`` itself refuses what the index finds. Its lexical twin
+``SOURCE_PAGE_POLICY_V2_LEXICAL`` is the same frozen policy with both gates at 0.33, under
 a name of its own, so every audit row says which gates judged. Two questions are answered
 under three twins with the offline extractive model (no API key, no network), each answer
 printed with its citations; a question the documents do not answer gets each preset's
 exact refusal.
 
-The documents are indexed as plain text (``.txt`` copies): ``.md`` is also a country's
-top-level domain, so a Markdown renderer that links bare host names would show
-``[Source: crane-slew-bearing.md, p.1]`` as a link, and the firewall withholds such an
-answer (``UNSAFE_OUTPUT``) under every preset that writes the file name.
+The handbook's files are Markdown, and ``.md`` is also a country's top-level domain: a
+Markdown renderer that links bare host names reads ``[Source: crane-slew-bearing.md, p.1]``
+as a link. ``SOURCE_PAGE_POLICY_V1`` (ruleset ``source_page_v1``) withholds such an answer
+as ``UNSAFE_OUTPUT``, as its twin shows below; ``SOURCE_PAGE_POLICY_V2`` (ruleset
+``source_page_v2``) reads the name of a file it admitted as that file's name, not a link.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from groundlock.lakehouse import (
 )
 
 DOCS = Path(__file__).parent / "handbook" / "docs"
-PRESETS = ("SOURCE_PAGE_POLICY_V1", "SEMANTIC_ID_POLICY_V1", "CIT_LABEL_POLICY_V1")
+PRESETS = ("SOURCE_PAGE_POLICY_V2", "SEMANTIC_ID_POLICY_V1", "CIT_LABEL_POLICY_V1")
 QUESTIONS = (
     "How often is the case drain filter of the hydraulic pump replaced?",
     "What torque do the slew bearing bolts of the crane need?",
@@ -48,19 +48,11 @@ QUESTIONS = (
 UNANSWERABLE = "What colour is the harbour master's cat?"
 
 
-def _as_text(target: Path) -> Path:
-    """A copy of the handbook with each Markdown file saved as ``.txt`` (see above)."""
-    target.mkdir()
-    for path in sorted(DOCS.glob("*.md")):
-        shutil.copyfile(path, target / f"{path.stem}.txt")
-    return target
-
-
 def main() -> None:
-    """Index, check the rows under every twin, answer under three, refuse under one."""
+    """Index, check the rows under every twin, show what V1 and the gates refuse, answer."""
     with tempfile.TemporaryDirectory() as root:
-        docs, index = _as_text(Path(root) / "docs"), f"{root}/index"
-        report = index_documents(docs, index, LexicalEmbeddings())
+        index = f"{root}/index"
+        report = index_documents(DOCS, index, LexicalEmbeddings())
         listing = list_documents(index)
         print(
             f"index: {report.chunks_written} chunks of {report.documents} documents, "
@@ -73,7 +65,7 @@ def main() -> None:
             )
         for preset in PRESETS:
             twin = LEXICAL_TWINS[preset]
-            again = index_documents(docs, index, LexicalEmbeddings(), policy=twin)
+            again = index_documents(DOCS, index, LexicalEmbeddings(), policy=twin)
             state = "rewritten" if again.wrote else "unchanged"
             print(f"rows checked under {twin}: pass ({state})")
 
@@ -84,6 +76,13 @@ def main() -> None:
         print(
             f"\nunder {preset.policy_version} itself: {refused.status.value} (the best row "
             f"scores {top:.2f}, below its gate of {preset.min_top_similarity_score})"
+        )
+        v1 = load_policy(LEXICAL_TWINS["SOURCE_PAGE_POLICY_V1"])
+        withheld = grounded_answer_chain(front=front, policy=v1).invoke(QUESTIONS[1])
+        print(
+            f"under {v1.policy_version} (ruleset {v1.firewall_ruleset}): "
+            f"{withheld.status.value} {withheld.failure_reason} (its marker names "
+            "crane-slew-bearing.md, a host name to a linkifier)"
         )
         for name in PRESETS:
             twin = load_policy(LEXICAL_TWINS[name])

@@ -4,7 +4,9 @@
 against the handbook it indexes: the rows pass every twin's grammar, the preset itself
 (gated for a neural embedding) refuses what its twin answers, each answer line ends with
 markers of the preset's shape naming rows of the index, and the unanswerable question gets
-each preset's exact refusal.
+each preset's exact refusal. The handbook is indexed as it is, Markdown: its file names are
+host names to a linkifier, which ``SOURCE_PAGE_POLICY_V2``'s twin cites and
+``SOURCE_PAGE_POLICY_V1``'s withholds.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import yaml  # type: ignore[import-untyped]
 ROOT = Path(__file__).parent.parent
 HANDBOOK = ROOT / "examples" / "handbook" / "docs"
 TWINS = {
-    "SOURCE_PAGE_POLICY_V1_LEXICAL": (
+    "SOURCE_PAGE_POLICY_V2_LEXICAL": (
         r"\[(Source: [^\[\]\n,;]+?, p\.\d+)\]",
         "I could not find this in your documents.",
     ),
@@ -46,11 +48,11 @@ def _run(example: str) -> str:
 
 
 def _handbook() -> dict[str, dict[str, object]]:
-    """Each handbook document's front matter, by the name the example indexes it under."""
+    """Each handbook document's front matter, by its file name."""
     documents = {}
     for path in sorted(HANDBOOK.glob("*.md")):
         front = path.read_text(encoding="utf-8").split("---\n")[1]
-        documents[f"{path.stem}.txt"] = yaml.safe_load(front)
+        documents[path.name] = yaml.safe_load(front)
     return documents
 
 
@@ -70,7 +72,11 @@ def test_the_presets_example_answers_from_the_index_under_each_twin() -> None:
         assert f"label {meta['title']!r}" in out  # every row carries a citation label
     for twin in TWINS:
         assert f"rows checked under {twin}: pass (unchanged)\n" in out
-    assert "under SOURCE_PAGE_POLICY_V1 itself: NO_EVIDENCE (the best row scores 0.59, " in out
+    assert "under SOURCE_PAGE_POLICY_V2 itself: NO_EVIDENCE (the best row scores 0.59, " in out
+    assert (
+        "under SOURCE_PAGE_POLICY_V1_LEXICAL (ruleset source_page_v1): FAILED UNSAFE_OUTPUT "
+        "(its marker names crane-slew-bearing.md, a host name to a linkifier)\n"
+    ) in out
 
     ids = {str(meta["knowledge_id"]) for meta in documents.values()}
     pages = {f"Source: {name}, p.1" for name in documents}
@@ -85,8 +91,8 @@ def test_the_presets_example_answers_from_the_index_under_each_twin() -> None:
             cited += re.findall(marker, line)
         if twin.startswith("SOURCE_PAGE"):
             assert set(cited) <= pages
-            assert "Source: tug7-hpu-maintenance.txt, p.1" in cited
-            assert "Source: crane-slew-bearing.txt, p.1" in cited
+            assert "Source: tug7-hpu-maintenance.md, p.1" in cited
+            assert "Source: crane-slew-bearing.md, p.1" in cited
         elif twin.startswith("SEMANTIC_ID"):
             assert {anchor.rsplit("_", 1)[0] for anchor in cited} <= ids
             assert {"MM-TUG7-HPU-04_2", "MM-STS2-SLEW-02_2"} <= set(cited)
