@@ -37,6 +37,7 @@ from groundlock.contracts.audit_rows import (
 )
 from groundlock.core.firewall.parsed import parse_answer
 from groundlock.policies.ruleset import load_ruleset
+from groundlock.stores import AuditUnavailable
 from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.delta import sql_text
 from groundlock.stores.readers import InvalidRow, read_rows
@@ -53,20 +54,31 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     actions = records.add_subparsers(required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list validation rows, newest last")
     store_option(listing)
-    listing.add_argument("--status", choices=["OK", "NO_EVIDENCE", "FAILED"])
-    listing.add_argument("--failure-reason", metavar="CODE")
-    listing.add_argument("--policy-version", metavar="NAME")
+    listing.add_argument(
+        "--status", choices=["OK", "NO_EVIDENCE", "FAILED"], help="only rows of this status"
+    )
+    listing.add_argument(
+        "--failure-reason",
+        metavar="CODE",
+        help="only rows that failed with this reason (UNCITED_FACTUAL_STATEMENT, ...)",
+    )
+    listing.add_argument(
+        "--policy-version", metavar="NAME", help="only rows answered under this policy"
+    )
     range_options(listing)
-    listing.add_argument("--limit", type=int, default=100, help="at most N rows (default 100)")
+    listing.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="at most N rows (default 100)"
+    )
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     listing.set_defaults(handler=_list)
 
     show = actions.add_parser("show", help="one request's whole audit record")
-    show.add_argument("request_id")
+    show.add_argument("request_id", help="the request's id (as records list shows it)")
     store_option(show)
     show.add_argument(
         "--archive",
         default=os.environ.get("GROUNDLOCK_ARCHIVE"),
+        metavar="URI",
         help="the evidence archive, to quote rejected sentences (default $GROUNDLOCK_ARCHIVE)",
     )
     show.set_defaults(handler=_show)
@@ -81,15 +93,18 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         "--retention-hours",
         type=_retention_hours,
         default=168,
+        metavar="HOURS",
         help=f"keep files newer than this (0 to {_MAX_RETENTION_HOURS:,}; default 168)",
     )
     vacuum.add_argument("--apply", action="store_true", help="delete (default: dry run)")
     vacuum.set_defaults(handler=_vacuum)
 
     feedback = commands.add_parser("feedback", help="record a rating of one answer")
-    feedback.add_argument("request_id")
-    feedback.add_argument("--rating", type=int, required=True, help="1 (wrong) to 5 (right)")
-    feedback.add_argument("--comment")
+    feedback.add_argument("request_id", help="the id of the request whose answer is rated")
+    feedback.add_argument(
+        "--rating", type=int, required=True, metavar="1-5", help="1 (wrong) to 5 (right)"
+    )
+    feedback.add_argument("--comment", metavar="TEXT", help="what was wrong or right (optional)")
     store_option(feedback)
     feedback.set_defaults(handler=_feedback)
 
@@ -107,7 +122,8 @@ def _list(args: argparse.Namespace) -> int:
     cut = len(newest) > args.limit
     rows = newest[: args.limit][::-1]
     more = (
-        f"more rows match: only the newest {args.limit} are shown; see more with "
+        f"more rows match: only the newest {args.limit} {'is' if args.limit == 1 else 'are'} "
+        "shown; see more with "
         "--limit N, or fewer with --since/--until/--status/--failure-reason"
     )
     if args.json:
@@ -163,6 +179,10 @@ def _show(args: argparse.Namespace) -> int:
     # archive can have would pass unnoticed whenever there is nothing to quote.
     check_location(args.archive, "--archive")
     store = open_store(args)
+    if args.archive and not EvidenceArchive(args.archive).exists():
+        # As replay refuses it (exit 1): an archive named but absent is a mistake to
+        # report, not "the sentence text is not archived".
+        raise AuditUnavailable("the evidence archive does not exist")
     condition = f"request_id = {sql_text(args.request_id)}"
     read: dict[str, list[Any]] = {
         name: read_rows(store, row_type, condition)
@@ -202,13 +222,11 @@ def _rejections(
         return []
     archived: dict[str, EvidenceRow] = {}
     if archive_uri:
-        archive = EvidenceArchive(archive_uri)
-        if archive.exists():
-            archived = {
-                row.run_id or "": row
-                for row in archive.read(condition)
-                if isinstance(row, EvidenceRow)  # (one that breaks its model quotes nothing)
-            }
+        archived = {
+            row.run_id or "": row
+            for row in EvidenceArchive(archive_uri).read(condition)
+            if isinstance(row, EvidenceRow)  # (one that breaks its model quotes nothing)
+        }
     out = []
     for row in failed:
         evidence = archived.get(row.run_id or "")

@@ -86,11 +86,13 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     replay.add_argument(
         "--archive",
         default=os.environ.get("GROUNDLOCK_ARCHIVE"),
+        metavar="URI",
         help="the evidence archive's path or URI (default $GROUNDLOCK_ARCHIVE)",
     )
     replay.add_argument(
         "--store",
         default=os.environ.get("GROUNDLOCK_STORE"),
+        metavar="URI",
         help="the audit store to cross-check every archived request against "
         "(default $GROUNDLOCK_STORE; without one nothing is cross-checked, and the result "
         "says so)",
@@ -475,6 +477,9 @@ def _result(
             1 for r in results if r.archived_sha256 is not None and r.sha256_reproduced
         ),
         "sha256_mismatches": mismatched,
+        "without_prompt": sum(
+            1 for r in results if r.archived_sha256 is None and r.sha256_reproduced
+        ),
         "verdicts_reproduced": len(results) - len(drifted),
         "verdicts_not_reproduced": drifted,
         "unreplayable": unreplayable,
@@ -512,8 +517,14 @@ def _write_text(result: dict[str, Any]) -> None:
             )
     out.write(
         f"{result['replayed']} request(s) replayed; {result['prompt_sha256_reproduced']} prompt "
-        f"sha256 reproduced, {len(result['sha256_mismatches'])} mismatched; "
-        f"{result['verdicts_reproduced']} verdict(s) reproduced\n"
+        f"sha256 reproduced, {len(result['sha256_mismatches'])} mismatched"
+        + (
+            f", {result['without_prompt']} had no prompt to prove (refused at R2 or R3, "
+            "before any model call)"
+            if result["without_prompt"]
+            else ""
+        )
+        + f"; {result['verdicts_reproduced']} verdict(s) reproduced\n"
     )
     if result["unreplayable"]:
         out.write(f"{len(result['unreplayable'])} request(s) could not be replayed\n")

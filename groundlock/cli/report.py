@@ -57,16 +57,20 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     report = commands.add_parser("report", help="write the auditors' HTML report")
     store_option(report)
     range_options(report)
-    report.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    report.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the HTML file to write"
+    )
     report.set_defaults(handler=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    until = args.until or datetime.now(UTC)
-    since = args.since or until - timedelta(days=7)
-    if since >= until:
+    if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
+    store = open_store(args)
+    # Without --until the range ends now, or at --since when that is later: a --since in
+    # the future is an empty report, as it is an empty records list, not a usage error.
+    until = args.until or max(datetime.now(UTC), args.since or _EPOCH)
+    since = args.since or until - timedelta(days=7)
     args.since, args.until = since, until
     window = f"timestamp_utc >= {sql_time(since)} AND timestamp_utc < {sql_time(until)}"
     read = [*read_rows(store, ValidationRow, where(args)), *read_rows(store, FeedbackRow, window)]
@@ -87,6 +91,8 @@ def _report(args: argparse.Namespace) -> int:
         )
     return 0
 
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _STATUS_COLOURS = {"OK": "#2e7d32", "NO_EVIDENCE": "#f9a825", "FAILED": "#c62828"}
 _MEDIAN_COLOUR, _MAXIMUM_COLOUR = "#0d47a1", "#64b5f6"
