@@ -9,11 +9,13 @@ module that imports them: ``groundlock.cli`` assembles the parser from
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from groundlock.stores import DeltaAuditStore
 from groundlock.stores.delta import sql_text
@@ -21,8 +23,11 @@ from groundlock.stores.location import delta_location
 
 __all__ = [
     "Parser",
+    "PlainHelpFormatter",
+    "PlainRawDescriptionFormatter",
     "UsageError",
     "check_location",
+    "model_named",
     "open_store",
     "range_options",
     "sql_time",
@@ -36,24 +41,65 @@ class UsageError(Exception):
     """Bad arguments or input: exit 2."""
 
 
-_REST_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`")
 _REST_LITERAL = re.compile(r"``([^`]+)``")
+_REST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(?:[^`<]*<)?(~?)\.?([\w.]+)>?`")
+_REST_DEFAULT_ROLE = re.compile(r"(?<![\w`])`([^`]+)`(?![\w`])")
+
+
+def _role(match: re.Match[str]) -> str:
+    """A cross-reference as Sphinx shows it (``~`` keeps the last component), in quotes."""
+    short, target = match.groups()
+    return f"'{target.rsplit('.', 1)[-1] if short else target}'"
 
 
 def plain(text: str) -> str:
-    """``text`` without the reST markup of the docstrings it comes from (``x``, :mod:`~a.x`)."""
-    return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
+    """``text`` without the reST markup of the docstrings it comes from.
+
+    A literal (two backticks) loses its backticks; a cross-reference (:mod:`~a.b`) becomes
+    the name Sphinx would show, in quotes ('b', or 'a.b' without the tilde); a span in
+    single backticks is quoted.
+    """
+    text = _REST_ROLE.sub(_role, _REST_LITERAL.sub(r"\1", text))
+    return _REST_DEFAULT_ROLE.sub(r"'\1'", text)
+
+
+class PlainHelpFormatter(argparse.HelpFormatter):
+    """Help text from reST docstrings, made plain *before* it is wrapped.
+
+    Stripping the markup after argparse has wrapped the text left lines cut where a long
+    role used to be (a short line, then a long one).
+    """
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return plain(super()._expand_help(action))
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        # Each paragraph wrapped on its own (argparse runs them all into one).
+        paragraphs = re.split(r"\n\s*\n", text.strip())
+        fill = super()._fill_text  # (a bare super() cannot run inside the comprehension)
+        return "\n\n".join(fill(paragraph, width, indent) for paragraph in paragraphs)
+
+
+class PlainRawDescriptionFormatter(PlainHelpFormatter):
+    """As :class:`PlainHelpFormatter`, the description's own line breaks kept."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
 
 
 class Parser(argparse.ArgumentParser):
     """An argparse parser whose usage errors name the command, as every other error does.
 
-    Its help is plain text: descriptions come from docstrings, written in reST.
+    Its help is plain text: descriptions come from docstrings, written in reST, and are
+    made plain before they are wrapped (:class:`PlainHelpFormatter`).
     """
 
-    def format_help(self) -> str:
-        """The help, its reST markup removed."""
-        return plain(super().format_help())
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401  (argparse's own)
+        kwargs.setdefault("formatter_class", PlainHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print the usage and the message, then exit 2 (argparse's code for bad usage)."""
@@ -73,13 +119,23 @@ def store_option(parser: argparse.ArgumentParser, *, default: str | None = "env"
         hint = "the audit store's path or URI (default $GROUNDLOCK_STORE)"
     else:
         hint = "record each request in this audit store (default: none)"
-    parser.add_argument("--store", default=default, help=hint)
+    parser.add_argument("--store", default=default, metavar="URI", help=hint)
 
 
 def range_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--since`` and ``--until``, checked while parsing (a bad time is exit 2)."""
-    parser.add_argument("--since", type=_timestamp, help="ISO date or time, UTC if no zone")
-    parser.add_argument("--until", type=_timestamp, help="ISO date or time, UTC if no zone")
+    parser.add_argument(
+        "--since",
+        type=_timestamp,
+        metavar="TIME",
+        help="from this ISO date or time on (UTC if no zone)",
+    )
+    parser.add_argument(
+        "--until",
+        type=_timestamp,
+        metavar="TIME",
+        help="before this ISO date or time (UTC if no zone)",
+    )
 
 
 _EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
@@ -110,6 +166,34 @@ def check_location(location: str | None, option: str) -> None:
         delta_location(location)
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from None
+
+
+@contextlib.contextmanager
+def model_named(spec: str | None, command: str) -> Iterator[None]:
+    """Turn a ``--model`` string no chat model can be built from into one usage line (exit 2).
+
+    LangChain's reason runs to several lines (every provider it knows, a URL): the first
+    line is kept, and the help that lists the model forms is named.
+    """
+    from groundlock.providers.chat import (  # noqa: PLC0415  (only a command with a model)
+        ModelPinningError,
+        ProviderUnavailableError,
+    )
+
+    try:
+        yield
+    except (ModelPinningError, ProviderUnavailableError) as exc:
+        prefix = f"cannot build a chat model from {spec!r}: "
+        if spec is None or not str(exc).startswith(prefix):
+            raise
+        reason = (str(exc).removeprefix(prefix).splitlines() or ["-"])[0]
+        if isinstance(exc, ProviderUnavailableError):
+            raise UsageError(f"--model {spec}: ProviderUnavailableError: {reason}") from None
+        # (LangChain's advice is for its Python API: the shell's form is provider:model.)
+        reason = reason.replace(" Please specify 'model_provider' directly.", "").rstrip(".")
+        raise UsageError(
+            f"--model {spec}: {reason}; see groundlock {command} --help for the model forms"
+        ) from None
 
 
 def open_store(args: argparse.Namespace) -> DeltaAuditStore:

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from groundlock.cli._shared import Parser, UsageError, check_location, store_option
+from groundlock.cli._shared import (
+    Parser,
+    UsageError,
+    check_location,
+    model_named,
+    store_option,
+)
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
 from groundlock.stores import DeltaAuditStore
@@ -36,25 +42,68 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 
-def _policy_help() -> str:
+def _policy_help(default: str = "the library's default") -> str:
     return (
-        "a built-in policy version or a policy file (default: the library's default); "
+        f"a built-in policy version or a policy file (default: {default}); "
         f"built in: {', '.join(available_policies())}"
     )
 
 
+MODEL_HELP = (
+    "the model, as provider:model (openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+    "ollama:llama3.1, ...; the provider's LangChain package installed and its API key in "
+    "the environment); default: the offline model, which calls no provider"
+)
+"""The ``--model`` help of every command that answers (ask, serve, eval)."""
+
+_LIMIT_HELP = {
+    "max_body_bytes": "largest request body (413 BODY_TOO_LARGE)",
+    "max_batch_items": "most inputs in one /answer/batch request (413 BATCH_TOO_LARGE)",
+    "max_batch_rows": "most evidence rows over a batch's bundles (413 BATCH_TOO_LARGE)",
+    "batch_concurrency": "how many of a batch's inputs run at once",
+    "max_in_flight": "most requests one worker runs at once (503 OVERLOADED)",
+    "max_in_flight_per_client": "most requests one client runs at once on a worker (429)",
+    "request_timeout_seconds": "longest a request may take once its body is in (504)",
+    "read_timeout_seconds": "longest a client may take to send its headers, then its body (408)",
+}
+"""What each serving limit bounds (``ServeLimits``' field docstrings, in one line)."""
+
+
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``ask``, ``validate`` and ``serve`` to the command line."""
-    ask = commands.add_parser("ask", help="answer a bundle (a JSON file, or stdin)")
+    ask = commands.add_parser(
+        "ask",
+        help="answer a bundle (a JSON file, or stdin), or a question from an index (--index)",
+        description="groundlock ask --bundle FILE (or a bundle's JSON on stdin, or --batch "
+        "FILE of them) answers retrieval bundles; groundlock ask QUESTION --index PATH "
+        "answers a question from an index that groundlock index wrote.",
+    )
     source = ask.add_mutually_exclusive_group()
-    source.add_argument("--bundle", type=Path, help="a bundle JSON file (default: stdin)")
-    source.add_argument("--batch", type=Path, help="a JSONL file of bundles, one per line")
+    source.add_argument(
+        "--bundle", type=Path, metavar="FILE", help="a bundle JSON file (default: stdin)"
+    )
+    source.add_argument(
+        "--batch", type=Path, metavar="FILE", help="a JSONL file of bundles, one per line"
+    )
     ask.add_argument("--json", action="store_true", help="print the PublicResponse as JSON")
-    ask.add_argument("--model", help="provider:model (default: the offline model)")
-    ask.add_argument("--policy", help=_policy_help())
-    ask.add_argument("--concurrency", type=int, default=8, help="with --batch (default 8)")
+    ask.add_argument("--model", metavar="PROVIDER:MODEL", help=MODEL_HELP)
+    ask.add_argument(
+        "--policy",
+        help=_policy_help(
+            "the library's default; with --index, LEXICAL_POLICY_V1 for an index built with "
+            "the lexical embedding"
+        ),
+    )
+    ask.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --batch: how many bundles are answered at once (default 8)",
+    )
     ask.add_argument(
         "--archive",
+        metavar="URI",
         help="also archive each request's evidence, prompt and model text here, for "
         "groundlock replay (needs --store; off by default: it keeps text the firewall refused)",
     )
@@ -68,6 +117,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     ask.add_argument(
         "--run-id",
+        metavar="ID",
         help="with --batch: the run's id, in the request id of a line that has none "
         "(<run-id>:line-<n>); the same id again records no line twice (default: a fresh one)",
     )
@@ -77,29 +127,45 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     validate = commands.add_parser(
         "validate", help="judge an existing answer against a bundle, without a model"
     )
-    validate.add_argument("--bundle", type=Path, required=True)
+    validate.add_argument(
+        "--bundle",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the bundle (JSON) the answer was written from",
+    )
     validate.add_argument(
         "--answer-file",
         type=Path,
         required=True,
+        metavar="FILE",
         help="the answer text, or the JSON that `groundlock ask --json` prints",
     )
     validate.add_argument("--policy", help=_policy_help())
     validate.set_defaults(handler=_validate)
 
     serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (forked)")
-    serve.add_argument("--model", help="provider:model (default: the offline model)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=8000, metavar="N", help="the port (default 8000)"
+    )
+    serve.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="worker processes, forked (default 1)"
+    )
+    serve.add_argument("--model", metavar="PROVIDER:MODEL", help=MODEL_HELP)
     serve.add_argument("--policy", help=_policy_help())
     store_option(serve)
     for field in dataclasses.fields(ServeLimits):
         serve.add_argument(
             f"--{field.name.replace('_', '-')}",
             type=float if field.name.endswith("seconds") else int,
-            help=f"(default {field.default or _LEAST_DEADLINE}; "
-            f"env GROUNDLOCK_{field.name.upper()})",
+            metavar="SECONDS" if field.name.endswith("seconds") else "N",
+            help=f"{_LIMIT_HELP.get(field.name, 'a serving limit')} "
+            f"(default {field.default or _LEAST_DEADLINE}; env GROUNDLOCK_{field.name.upper()})",
         )
     serve.set_defaults(handler=_serve)
 
@@ -111,13 +177,34 @@ _MAX_LINE_BYTES = ServeLimits().max_body_bytes
 _LARGEST_LINE = 2**30
 
 
+_NO_BUNDLE = (
+    "no bundle: pass --bundle FILE, pipe a bundle's JSON on stdin, or ask a question with "
+    "--index PATH"
+)
+
+
 def _read_json(path: Path | None) -> object:
-    """The bundle from a file or stdin; unreadable input is a usage error (exit 2)."""
+    """The bundle from a file or stdin; unreadable input is a usage error (exit 2).
+
+    A terminal on stdin is refused at once (the command would wait for a bundle the user
+    does not know to type), and so is an empty stdin: either way the message says what to
+    pass. A JSON error names its line and column.
+    """
+    from_stdin = path is None or str(path) == "-"
+    if from_stdin and sys.stdin.isatty():
+        raise UsageError(_NO_BUNDLE)
     try:
-        text = sys.stdin.read() if path is None or str(path) == "-" else path.read_text("utf-8")
-        return json.loads(text)
+        text = sys.stdin.read() if from_stdin or path is None else path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path or 'stdin'}: {type(exc).__name__}") from None
+    if not text.strip():
+        raise UsageError(_NO_BUNDLE if from_stdin else f"{path} is empty: no bundle in it")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{path or 'stdin'} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     except (ValueError, RecursionError) as exc:  # (RecursionError: nested too deep)
         raise UsageError(f"{path or 'stdin'} is not JSON: {type(exc).__name__}") from None
 
@@ -134,13 +221,15 @@ def _chain_for(
     if archive is not None and not getattr(args, "store", None):
         raise UsageError("--archive needs --store: the archive is written with the audit trail")
     check_location(archive, "--archive")
+    spec = None if model is not None else getattr(args, "model", None) or None
     try:
-        return grounded_answer_chain(
-            model=model or getattr(args, "model", None) or None,
-            policy=args.policy or DEFAULT_POLICY,
-            store=getattr(args, "store", None) or None,
-            archive=archive,
-        )
+        with model_named(spec, getattr(args, "command", "ask")):
+            return grounded_answer_chain(
+                model=model or spec,
+                policy=args.policy or DEFAULT_POLICY,
+                store=getattr(args, "store", None) or None,
+                archive=archive,
+            )
     except (GroundlockError, ModelPinningError, ValidationError, ValueError, LookupError) as exc:
         raise UsageError(f"cannot build the chain: {type(exc).__name__}: {exc}") from None
 
@@ -336,7 +425,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     # So is a model or policy that cannot be built: tried once here, without the store
     # (delta-rs must not start before the fork).
-    _chain_for(argparse.Namespace(model=model, policy=policy, store=None))
+    _chain_for(argparse.Namespace(model=model, policy=policy, store=None, command="serve"))
     host = f"[{args.host}]" if ":" in args.host else args.host
     workers = f"{args.workers} worker{'s' * (args.workers > 1)}"
     sys.stderr.write(f"groundlock serve: http://{host}:{args.port}/answer ({workers})\n")

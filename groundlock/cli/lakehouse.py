@@ -41,7 +41,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundlock.cli._shared import Parser, UsageError, check_location, open_store, table_lines
+from groundlock.cli._shared import (
+    Parser,
+    PlainRawDescriptionFormatter,
+    UsageError,
+    check_location,
+    model_named,
+    open_store,
+    table_lines,
+)
 from groundlock.lakehouse.calibration import LEXICAL_GATE_CEILING, LEXICAL_POLICY, LEXICAL_TWINS
 from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES, PDF_FILE_RATIO
 
@@ -53,11 +61,25 @@ if TYPE_CHECKING:
     from groundlock.policies import Policy
     from groundlock.runnables.retrieve import RetrievalFront
 
-__all__ = ["LEXICAL_GATE_CEILING", "add_commands", "extend_ask", "index_front"]
+__all__ = [
+    "DEFAULT_TOP_K",
+    "LEXICAL_GATE_CEILING",
+    "TOP_K_HELP",
+    "add_commands",
+    "extend_ask",
+    "index_front",
+]
 
 _MIB = 1024 * 1024
 _DIMENSIONS, _MAX_CHARS = 2048, 1200
 _LIST_LIMIT, _MOST_LISTED = 100, 1_000_000
+DEFAULT_TOP_K = 6
+"""Rows retrieved per question by ``ask --index`` and ``eval``: the most evidence rows any
+built-in policy admits (``max_chunks``), where the library's ``RetrievalFront`` asks for 8."""
+TOP_K_HELP = (
+    f"rows retrieved per question (default {DEFAULT_TOP_K}, deliberately: the most evidence "
+    "rows any built-in policy admits, its max_chunks; the library's RetrievalFront asks for 8)"
+)
 _SHOWN_TEXT = 48
 """Characters of a chunk's text a ``--list`` line shows (its first words)."""
 
@@ -87,12 +109,12 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         help="index documents (Markdown, text, PDF) into Delta tables, or list an index",
         usage=_INDEX_USAGE,
         description=_INDEX_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=PlainRawDescriptionFormatter,
     )
     index.add_argument(
         "source", type=Path, nargs="?", help="a folder of documents, or one file (not with --list)"
     )
-    index.add_argument("--index", required=True, help="the index's path or URI")
+    index.add_argument("--index", required=True, metavar="PATH", help="the index's path or URI")
     index.add_argument(
         "--dimensions",
         type=int,
@@ -156,12 +178,18 @@ def extend_ask(ask: argparse.ArgumentParser) -> None:
     """Give ``ask`` a question and ``--index``; without ``--index`` it answers bundles."""
     bundle_handler = ask.get_default("handler")
     ask.add_argument("question", nargs="?", help="with --index: the question to answer")
-    ask.add_argument("--index", help="answer the question from this lakehouse index")
-    ask.add_argument("--top-k", type=int, default=6, help="with --index: rows per answer")
+    ask.add_argument(
+        "--index", metavar="PATH", help="answer the question from this lakehouse index"
+    )
+    ask.add_argument(
+        "--top-k", type=int, default=DEFAULT_TOP_K, metavar="N", help=f"with --index: {TOP_K_HELP}"
+    )
     ask.add_argument(
         "--access", type=Path, metavar="FILE", help="with --index: an access policy (JSON)"
     )
-    ask.add_argument("--role", help="with --access: answer as this role of the policy")
+    ask.add_argument(
+        "--role", metavar="ROLE", help="with --access: answer as this role of the policy"
+    )
     ask.add_argument(
         "--grant",
         action="append",
@@ -186,8 +214,17 @@ def _index(args: argparse.Namespace) -> int:
 
     if args.list is not None:
         return _list(args)
-    if args.document or args.limit is not None:
-        raise UsageError("--document and --limit go with --list")
+    listing_only = [
+        name
+        for name, given in (("--document", args.document), ("--limit", args.limit is not None))
+        if given
+    ]
+    if listing_only:
+        verb = "go" if len(listing_only) > 1 else "goes"
+        raise UsageError(
+            f"{' and '.join(listing_only)} {verb} with --list (a listing of the index), not "
+            "with a SOURCE to index"
+        )
     if args.source is None:
         raise UsageError(
             "index needs a SOURCE (a folder of documents, or one file) to index, or --list "
@@ -298,7 +335,8 @@ def _list(args: argparse.Namespace) -> int:
         )
     what = "documents" if args.list == "documents" else "chunks"
     more = (
-        f"more {what} match: only the first {limit:,} of {listing.matched:,} are shown; see "
+        f"more {what} match: only the first {limit:,} of {listing.matched:,} "
+        f"{'is' if limit == 1 else 'are'} shown; see "
         "more with --limit N" + ("" if what == "documents" else ", or fewer with --document DOC")
     )
     if args.json:
@@ -457,7 +495,9 @@ def _ask_index(args: argparse.Namespace) -> int:
         chain_options["store"] = store
     if args.archive:
         chain_options["archive"] = args.archive
-    response = grounded_answer_chain(**chain_options).invoke(args.question, config=config)
+    with model_named(args.model, "ask"):
+        chain = grounded_answer_chain(**chain_options)
+    response = chain.invoke(args.question, config=config)
     if args.json:
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:

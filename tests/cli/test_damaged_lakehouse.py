@@ -139,7 +139,10 @@ def test_compare_json_stays_json_and_flags_bad_rows_on_stderr(
     argv = ["eval", "compare", "a", "b", "--store", str(copy / "log"), "--json"]
     code, out, err = _run(capsys, *argv)
     assert code == 0
-    assert [run["answers"] for run in json.loads(out)] == [11, 11]
+    document = json.loads(out)
+    assert [run["answers"] for run in document["runs"]] == [11, 11]
+    changed = {c["item_id"]: c["change"] for c in document["changed"]}
+    assert changed["g01"] == "not compared: the row of run a breaks its model"
     assert err.count("groundlock: ! the evaluation log holds a row that breaks its model") == 2
 
 
