@@ -1,0 +1,42 @@
+"""The meta-commentary rule's one-pass alternation finds something exactly when a pattern does.
+
+``any_meta`` lets a sentence that holds no meta phrase skip the per-pattern searches (issue
+29); the verdict is unchanged only if the alternation and the patterns agree on every text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from groundlock.core.firewall.rules.leaks import any_meta, meta_patterns
+from groundlock.policies.ruleset import load_ruleset
+
+CORPUS = Path(__file__).parents[2] / "firewall" / "corpus" / "answers.jsonl"
+RULESETS = ["firewall_v1", "firewall_v2", "firewall_v3", "source_page_v2", "cit_label_v1"]
+
+
+def _texts() -> list[str]:
+    texts = []
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        answer = json.loads(line)["answer"]
+        texts.extend(part for part in re.split(r"(?<=[.!?])\s+|\n", answer) if part)
+    return texts
+
+
+@pytest.mark.parametrize("name", RULESETS)
+def test_the_alternation_matches_where_and_only_where_a_pattern_does(name: str) -> None:
+    ruleset = load_ruleset(name)
+    folded = [pattern for pattern, on_folded in meta_patterns(ruleset) if on_folded]
+    anything = any_meta(ruleset)
+    texts = [text.lower() for text in _texts()]
+    assert len(texts) > 5_000
+    hits = 0
+    for text in texts:
+        expected = any(pattern.search(text) for pattern in folded)
+        assert (anything.search(text) is not None) == expected, text
+        hits += expected
+    assert hits > 50  # the corpus holds meta phrases: the agreement is not all-negative
