@@ -17,10 +17,13 @@ where a safety property needs it:
 * **Pinning is verified against the bytes LangChain would send.** langchain-openai's
   ``_get_request_payload`` builds the request an OpenAI-family model will make.
 
-:func:`check_shape` runs at import: a changed name or shape raises
-:class:`LangChainShapeError` at once, rather than letting a guard fail open. The conformance
-test (``tests/test_lc_shape.py``) also checks that LangChain has no stream handler this
-module does not know.
+:func:`check_shape` runs at import: a changed langchain-core name or shape raises
+:class:`LangChainShapeError` at once, rather than letting a guard fail open.
+:func:`check_openai_shape` does the same for the langchain-openai name when an OpenAI-family
+model is pinned (:func:`groundlock.providers.chat.pin_model`), before its payload is built:
+importing langchain-openai loads the openai SDK, which a chain on another model never needs.
+The conformance test (``tests/test_lc_shape.py``) also checks that LangChain has no stream
+handler this module does not know.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "STREAM_READER_MARKS",
     "LangChainShapeError",
     "asearch_unobserved",
+    "check_openai_shape",
     "check_shape",
     "openai_request_payload",
     "relevance_function",
@@ -162,7 +166,10 @@ def openai_request_payload(model: Any, messages: list[BaseMessage]) -> Mapping[s
 
 
 def check_shape() -> None:
-    """Raise :class:`LangChainShapeError` if a private name above changed its shape."""
+    """Raise :class:`LangChainShapeError` if a private langchain-core name changed its shape.
+
+    The langchain-openai name is :func:`check_openai_shape`'s.
+    """
     problems = [
         f"{mark!r} is no longer a class"
         for mark in STREAM_READER_MARKS
@@ -182,17 +189,25 @@ def check_shape() -> None:
     ):
         if not callable(getattr(owner, name, None)):
             problems.append(f"{owner.__name__}.{name} is gone")
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415
-    except ImportError:  # pragma: no cover  (langchain-openai is a dependency)
-        pass
-    else:
-        if not callable(getattr(BaseChatOpenAI, "_get_request_payload", None)):
-            problems.append("BaseChatOpenAI._get_request_payload is gone")
     if problems:
         raise LangChainShapeError(
-            "langchain-core or langchain-openai changed a name groundlock's safety relies on: "
-            + "; ".join(problems)
+            "langchain-core changed a name groundlock's safety relies on: " + "; ".join(problems)
+        )
+
+
+def check_openai_shape() -> None:
+    """Raise :class:`LangChainShapeError` if :func:`openai_request_payload`'s name is gone.
+
+    Called each time an OpenAI-family model is pinned, before its request is built (a
+    ``getattr``: cheap next to the rebuild), so a changed name refuses the model instead of
+    letting the pin check fail open.
+    """
+    from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415  (the SDK)
+
+    if not callable(getattr(BaseChatOpenAI, "_get_request_payload", None)):
+        raise LangChainShapeError(
+            "langchain-openai changed a name groundlock's safety relies on: "
+            "BaseChatOpenAI._get_request_payload is gone"
         )
 
 

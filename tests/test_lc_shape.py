@@ -31,12 +31,32 @@ SUBCLASS_API = {"_call_with_config", "_acall_with_config"}
 
 def test_the_installed_langchain_has_the_shape_groundlock_relies_on() -> None:
     _lc.check_shape()  # raises LangChainShapeError otherwise
+    _lc.check_openai_shape()
 
 
 def test_a_missing_private_name_fails_loudly_not_open(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(VectorStore, "_select_relevance_score_fn")
     with pytest.raises(_lc.LangChainShapeError, match="_select_relevance_score_fn"):
         _lc.check_shape()
+
+
+def test_a_missing_openai_payload_builder_fails_loudly_when_the_model_is_pinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Checked when an OpenAI-family model is pinned (not at import, which would load the
+    # openai SDK for every chain): the model is refused, not pinned unchecked.
+    from langchain_openai import ChatOpenAI  # noqa: PLC0415
+    from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415
+
+    from groundlock.policies import DEFAULT_POLICY, load_policy  # noqa: PLC0415
+    from groundlock.providers import pin_model  # noqa: PLC0415
+
+    model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test")
+    monkeypatch.delattr(BaseChatOpenAI, "_get_request_payload")
+    with pytest.raises(_lc.LangChainShapeError, match="_get_request_payload"):
+        _lc.check_openai_shape()
+    with pytest.raises(_lc.LangChainShapeError, match="_get_request_payload"):
+        pin_model(model, load_policy(DEFAULT_POLICY))
 
 
 def test_a_changed_hook_registry_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,13 +17,14 @@ response id and usage in different places; :func:`read_reply` maps both to one s
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from groundlock._lc import openai_request_payload
+from groundlock._lc import check_openai_shape, openai_request_payload
 from groundlock.contracts.enums import FinishReason
 from groundlock.contracts.execution import PinnedModel
 from groundlock.errors import GroundlockError
@@ -85,6 +86,7 @@ def pin_model(
         )
     openai = _is_openai_family(model)
     if openai:
+        check_openai_shape()
         _refuse_pin_overrides(model)
     cap = output_tokens if output_tokens is not None else policy.reserved_output_tokens
     pinned = _rebuild(model, policy, cap, allow_provider_storage=allow_provider_storage)
@@ -125,11 +127,10 @@ def chat_model_from_spec(spec: str) -> BaseChatModel:
 
 
 def _is_openai_family(model: BaseChatModel) -> bool:
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI  # noqa: PLC0415
-    except ImportError:  # pragma: no cover  (langchain-openai is a dependency)
-        return False
-    return isinstance(model, BaseChatOpenAI)
+    # An instance of BaseChatOpenAI means its module is loaded: a model of another kind is
+    # told apart without loading langchain-openai and the openai SDK.
+    base = sys.modules.get("langchain_openai.chat_models.base")
+    return base is not None and isinstance(model, base.BaseChatOpenAI)
 
 
 def _is_azure(model: BaseChatModel) -> bool:
