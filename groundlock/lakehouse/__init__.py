@@ -16,37 +16,47 @@ under :data:`LEXICAL_POLICY` or a preset's lexical twin (:data:`LEXICAL_TWINS`,
 
 A room at the level of :mod:`groundlock.stores`: it imports the core's contracts and text
 helpers, never the runnables or the command line.
+
+Each name loads on first use (PEP 562): the command line reads the calibration's and the
+chunker's constants without loading delta-rs, NumPy or LangChain.
 """
 
-from groundlock.lakehouse.calibration import (
-    LEXICAL_POLICY,
-    LEXICAL_TWINS,
-    calibration_problem,
-    lexical_twin,
-)
-from groundlock.lakehouse.chunking import DocumentRefused
-from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
-from groundlock.lakehouse.evaluation import (
-    EvalItem,
-    EvalRow,
-    RunSummary,
-    compare,
-    read_eval_log,
-    read_eval_rows,
-    run_eval,
-    set_review,
-    summary,
-)
-from groundlock.lakehouse.indexer import IndexReport, index_documents
-from groundlock.lakehouse.listing import (
-    IndexListing,
-    ListedChunk,
-    ListedDocument,
-    list_chunks,
-    list_documents,
-)
-from groundlock.lakehouse.vectorstore import DeltaVectorStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from groundlock.policies import Policy, load_policy
+
+if TYPE_CHECKING:
+    from groundlock.lakehouse.calibration import (
+        LEXICAL_POLICY,
+        LEXICAL_TWINS,
+        calibration_problem,
+        lexical_twin,
+    )
+    from groundlock.lakehouse.chunking import DocumentRefused
+    from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+    from groundlock.lakehouse.evaluation import (
+        EvalItem,
+        EvalRow,
+        RunSummary,
+        compare,
+        read_eval_log,
+        read_eval_rows,
+        run_eval,
+        set_review,
+        summary,
+    )
+    from groundlock.lakehouse.indexer import IndexReport, index_documents
+    from groundlock.lakehouse.listing import (
+        IndexListing,
+        ListedChunk,
+        ListedDocument,
+        list_chunks,
+        list_documents,
+    )
+    from groundlock.lakehouse.vectorstore import DeltaVectorStore
 
 __all__ = [
     "LEXICAL_EMBEDDING_PREFIX",
@@ -77,9 +87,52 @@ __all__ = [
     "summary",
 ]
 
+_LAZY: dict[str, str] = {
+    "DeltaVectorStore": "groundlock.lakehouse.vectorstore",
+    "DocumentRefused": "groundlock.lakehouse.chunking",
+    "EvalItem": "groundlock.lakehouse.evaluation",
+    "EvalRow": "groundlock.lakehouse.evaluation",
+    "IndexListing": "groundlock.lakehouse.listing",
+    "IndexReport": "groundlock.lakehouse.indexer",
+    "LEXICAL_EMBEDDING_PREFIX": "groundlock.lakehouse.embeddings",
+    "LEXICAL_POLICY": "groundlock.lakehouse.calibration",
+    "LEXICAL_TWINS": "groundlock.lakehouse.calibration",
+    "LexicalEmbeddings": "groundlock.lakehouse.embeddings",
+    "ListedChunk": "groundlock.lakehouse.listing",
+    "ListedDocument": "groundlock.lakehouse.listing",
+    "RunSummary": "groundlock.lakehouse.evaluation",
+    "calibration_problem": "groundlock.lakehouse.calibration",
+    "compare": "groundlock.lakehouse.evaluation",
+    "index_documents": "groundlock.lakehouse.indexer",
+    "lexical_twin": "groundlock.lakehouse.calibration",
+    "list_chunks": "groundlock.lakehouse.listing",
+    "list_documents": "groundlock.lakehouse.listing",
+    "read_eval_log": "groundlock.lakehouse.evaluation",
+    "read_eval_rows": "groundlock.lakehouse.evaluation",
+    "run_eval": "groundlock.lakehouse.evaluation",
+    "set_review": "groundlock.lakehouse.evaluation",
+    "summary": "groundlock.lakehouse.evaluation",
+}
+"""Each public name and the module it is defined in."""
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401  (a public name of any kind)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 def lexical_policy() -> Policy:
     """:data:`LEXICAL_POLICY`, loaded and checked against its lock."""
+    from groundlock.lakehouse.calibration import LEXICAL_POLICY  # noqa: PLC0415
+
     return load_policy(LEXICAL_POLICY)
 
 
@@ -95,6 +148,12 @@ def open_lexical_index(
     Raises:
         ValueError: the index is empty or was embedded with another model.
     """
+    from groundlock.lakehouse.embeddings import (  # noqa: PLC0415
+        LEXICAL_EMBEDDING_PREFIX,
+        LexicalEmbeddings,
+    )
+    from groundlock.lakehouse.vectorstore import DeltaVectorStore  # noqa: PLC0415
+
     probe = DeltaVectorStore(
         uri, LexicalEmbeddings(), storage_options=storage_options, check_model=False
     )

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX
 from groundlock.policies import Policy
 
 __all__ = [
@@ -89,6 +88,8 @@ def calibration_problem(policy: Policy, embedding_model: str) -> str | None:
     ... # doctest: +ELLIPSIS
     policy SOURCE_PAGE_POLICY_V1 gates answers at a top similarity of 0.76, ... refused
     """
+    from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX  # noqa: PLC0415  (LangChain)
+
     lexical = embedding_model.startswith(LEXICAL_EMBEDDING_PREFIX)
     if not lexical or policy.min_top_similarity_score <= LEXICAL_GATE_CEILING:
         return None

@@ -48,6 +48,7 @@ from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, Val
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local
+from groundlock.stores.readers import sql_text
 from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
     SpoolError,
@@ -678,11 +679,6 @@ class DeltaAuditStore:
             )
             for row_type in TABLES
         }
-
-
-def sql_text(value: str) -> str:
-    """``value`` as a SQL string literal (quotes doubled)."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 def _entries(path: Path) -> tuple[list[SpoolEntry], int]:

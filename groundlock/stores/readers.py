@@ -45,11 +45,18 @@ __all__ = [
     "read_table",
     "run_query",
     "select_list",
+    "sql_text",
     "table_row",
     "valid_rows",
 ]
 
 RowT = TypeVar("RowT", bound=TableRow)
+
+
+def sql_text(value: str) -> str:
+    """``value`` as a SQL string literal (quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
 
 _TIMESTAMP = "timestamp_utc"
 """Read as its integer microseconds and converted here: one value past the years Python
