@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from groundlock._version import __version__
 from groundlock.cli import chain, evaluate, lakehouse, records, replay, report
 from groundlock.cli._shared import Parser, UsageError
-from groundlock.stores import AuditUnavailable
+from groundlock.stores.sink import AuditUnavailable
 
 __all__ = ["main"]
 

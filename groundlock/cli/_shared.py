@@ -15,11 +15,14 @@ import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from groundlock.stores import DeltaAuditStore
-from groundlock.stores.delta import sql_text
 from groundlock.stores.location import delta_location
+from groundlock.stores.readers import sql_text
+
+if TYPE_CHECKING:
+    from groundlock.stores.archive import EvidenceArchive
+    from groundlock.stores.delta import DeltaAuditStore
 
 __all__ = [
     "Parser",
@@ -207,10 +210,19 @@ def open_store(args: argparse.Namespace) -> DeltaAuditStore:
     # The vacuum minimum comes from configuration ($GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS),
     # never from the command line that asks for the vacuum.
     check_location(args.store, "--store")
+    from groundlock.stores.delta import DeltaAuditStore  # noqa: PLC0415  (Arrow: not for --help)
+
     try:
         return DeltaAuditStore(args.store)  # (touches nothing: a refusal comes before any work)
     except ValueError as exc:  # a bad setting, such as $GROUNDLOCK_MIN_VACUUM_RETENTION_HOURS
         raise UsageError(str(exc)) from None
+
+
+def open_archive(uri: str) -> EvidenceArchive:
+    """The evidence archive at ``uri`` (touches nothing until it is read)."""
+    from groundlock.stores.archive import EvidenceArchive  # noqa: PLC0415  (Arrow: not for --help)
+
+    return EvidenceArchive(uri)
 
 
 def where(args: argparse.Namespace) -> str:

@@ -31,7 +31,6 @@ from groundlock.cli._shared import (
 )
 from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
-from groundlock.stores import DeltaAuditStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -420,6 +419,8 @@ def _serve(args: argparse.Namespace) -> int:
         # worker that fails at start is started again and again by uvicorn's supervisor.
         requesters_from_env()
         if store:
+            from groundlock.stores.delta import DeltaAuditStore  # noqa: PLC0415
+
             DeltaAuditStore(store)  # (touches nothing: no delta-rs before the fork)
     except (ValueError, PolicyError) as exc:
         raise UsageError(str(exc)) from None

@@ -21,6 +21,7 @@ from groundlock.cli._shared import (
     Parser,
     UsageError,
     check_location,
+    open_archive,
     open_store,
     range_options,
     store_option,
@@ -37,10 +38,8 @@ from groundlock.contracts.audit_rows import (
 )
 from groundlock.core.firewall.parsed import parse_answer
 from groundlock.policies.ruleset import load_ruleset
-from groundlock.stores import AuditUnavailable
-from groundlock.stores.archive import EvidenceArchive
-from groundlock.stores.delta import sql_text
-from groundlock.stores.readers import InvalidRow, read_rows
+from groundlock.stores.readers import InvalidRow, read_rows, sql_text
+from groundlock.stores.sink import AuditUnavailable
 
 __all__ = ["add_commands"]
 
@@ -179,7 +178,7 @@ def _show(args: argparse.Namespace) -> int:
     # archive can have would pass unnoticed whenever there is nothing to quote.
     check_location(args.archive, "--archive")
     store = open_store(args)
-    if args.archive and not EvidenceArchive(args.archive).exists():
+    if args.archive and not open_archive(args.archive).exists():
         # As replay refuses it (exit 1): an archive named but absent is a mistake to
         # report, not "the sentence text is not archived".
         raise AuditUnavailable("the evidence archive does not exist")
@@ -224,7 +223,7 @@ def _rejections(
     if archive_uri:
         archived = {
             row.run_id or "": row
-            for row in EvidenceArchive(archive_uri).read(condition)
+            for row in open_archive(archive_uri).read(condition)
             if isinstance(row, EvidenceRow)  # (one that breaks its model quotes nothing)
         }
     out = []

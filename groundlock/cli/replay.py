@@ -36,12 +36,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundlock.cli._shared import (
     Parser,
     UsageError,
     check_location,
+    open_archive,
     open_store,
     range_options,
     sql_time,
@@ -62,10 +63,10 @@ from groundlock.core.prompt_build import build_prompt
 from groundlock.core.skipped import unanswered, unjudged
 from groundlock.policies.loader import available_policies, load_policy
 from groundlock.policies.model import Policy
-from groundlock.stores import DeltaAuditStore
-from groundlock.stores.archive import EvidenceArchive
-from groundlock.stores.delta import sql_text
-from groundlock.stores.readers import InvalidRow, read_rows
+from groundlock.stores.readers import InvalidRow, read_rows, sql_text
+
+if TYPE_CHECKING:
+    from groundlock.stores.delta import DeltaAuditStore
 
 __all__ = [
     "Disagreement",
@@ -412,7 +413,7 @@ def _replay(args: argparse.Namespace) -> int:
         conditions.append(f"timestamp_utc < {sql_time(args.until)}")
     results: list[Replayed] = []
     unreplayable: list[dict[str, Any]] = []
-    for row in EvidenceArchive(args.archive).read(" AND ".join(conditions)):
+    for row in open_archive(args.archive).read(" AND ".join(conditions)):
         if isinstance(row, InvalidRow):
             reason = row.describe()
         else:
