@@ -1,0 +1,113 @@
+"""Starting is cheap: ``import groundlock`` and the command line's help load no heavy stack.
+
+Each check runs in a fresh interpreter (this one has loaded everything long ago) and
+reads which top-level modules the code left in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import groundlock
+
+ROOT = Path(groundlock.__file__).parent.parent
+HEAVY = (
+    "openai",
+    "langchain_openai",
+    "langsmith",
+    "deltalake",
+    "arro3",
+    "numpy",
+    "fastapi",
+    "langserve",
+    "uvicorn",
+    "rich",
+    "pyspark",
+    "pypdf",
+)
+"""Provider SDKs, tracing, delta-rs and Arrow, the web stack, Spark, PDF: loaded on first use."""
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The heavy top-level modules a fresh interpreter holds after running ``code``."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_the_package_loads_no_heavy_module() -> None:
+    assert _loaded_after("import groundlock") == []
+
+
+def test_reading_a_light_public_name_loads_no_heavy_module() -> None:
+    assert _loaded_after("from groundlock import RetrievalBundle, __version__, load_policy") == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--version"],
+        ["no-such-command"],
+        ["ask", "--no-such-option"],
+        ["records", "--help"],
+    ],
+    ids=["help", "version", "unknown-command", "unknown-option", "command-help"],
+)
+def test_the_command_line_answers_help_and_usage_errors_without_a_heavy_module(
+    argv: list[str],
+) -> None:
+    code = (
+        "import contextlib, io\n"
+        "from groundlock.cli import main\n"
+        "quiet = io.StringIO()\n"
+        "with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):\n"
+        "    try:\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_a_name_read_from_the_package_still_builds_and_runs_the_chain() -> None:
+    code = (
+        "from groundlock import PublicResponse, grounded_answer_chain\n"
+        "from tests.builders import sample_bundle\n"
+        "response = grounded_answer_chain().invoke(sample_bundle())\n"
+        "assert isinstance(response, PublicResponse), response\n"
+        "assert response.citations, response\n"
+    )
+    # What the chain needs loads now; the default (offline) model needs no provider SDK.
+    assert "openai" not in _loaded_after(code)
+
+
+def test_every_public_name_is_listed_by_dir() -> None:
+    assert set(groundlock.__all__) <= set(dir(groundlock))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        groundlock.no_such_name  # noqa: B018  (the read is the test)
