@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 
 from groundlock._version import __version__
-from groundlock.cli import chain, evaluate, lakehouse, records, replay, report
+from groundlock.cli import chain, evaluate, lakehouse, lock, records, replay, report
 from groundlock.cli._shared import Parser, UsageError
 from groundlock.stores.sink import AuditUnavailable
 
@@ -69,5 +69,6 @@ def _parser() -> argparse.ArgumentParser:
         module.add_commands(commands)
     replay.add_commands(commands)
     evaluate.add_commands(commands)
+    lock.add_commands(commands)
     lakehouse.extend_ask(commands.choices["ask"])
     return parser

@@ -28,6 +28,7 @@ __all__ = [
     "check_policy_identity",
     "load_policy",
     "lock_policy",
+    "policy_lock_value",
 ]
 
 DEFAULT_POLICY = "R2_POLICY_V3"
@@ -205,6 +206,18 @@ def lock_policy(path: str | os.PathLike[str]) -> str:
         The recorded sha256.
     """
     path = Path(path)
+    sha256 = policy_lock_value(path)
+    path.with_suffix(_LOCK_SUFFIX).write_text(f"{sha256}  {path.name}\n", encoding="ascii")
+    return sha256
+
+
+def policy_lock_value(path: str | os.PathLike[str]) -> str:
+    """The sha256 a policy file's lock must record, once the file is a valid policy.
+
+    Raises:
+        PolicyError: unreadable, not a valid policy, or a version that is not its file name.
+    """
+    path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -214,7 +227,4 @@ def lock_policy(path: str | os.PathLike[str]) -> str:
         raise PolicyError(
             f"cannot lock {path.name!r}: it declares policy_version {policy.policy_version!r}"
         )
-    path.with_suffix(_LOCK_SUFFIX).write_text(
-        f"{policy.policy_sha256}  {path.name}\n", encoding="ascii"
-    )
     return policy.policy_sha256

@@ -47,6 +47,7 @@ __all__ = [
     "RulesetError",
     "available_rulesets",
     "load_ruleset",
+    "ruleset_lock_value",
     "ruleset_sha256",
 ]
 
@@ -305,10 +306,20 @@ def lock_ruleset(directory: str | Path) -> str:
     For groundlock's own developers: a new ruleset version is a new directory, locked once.
     """
     path = Path(directory)
-    _manifest(path, path.name)
-    sha256 = ruleset_sha256(path)
+    sha256 = ruleset_lock_value(path)
     path.with_name(f"{path.name}.sha256").write_text(f"{sha256}  {path.name}\n", encoding="ascii")
     return sha256
+
+
+def ruleset_lock_value(directory: str | Path) -> str:
+    """The sha256 a ruleset directory's lock must record, once its manifest names it.
+
+    Raises:
+        RulesetError: no readable manifest, or one that names another ruleset.
+    """
+    path = Path(directory)
+    _manifest(path, path.name)
+    return ruleset_sha256(path)
 
 
 def check_modes(ruleset: Ruleset, modes: Mapping[str, str]) -> None:
