@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import logging
 import traceback
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from langchain_core.callbacks import (
@@ -60,6 +61,8 @@ logger = logging.getLogger("groundlock")
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
 StateT = TypeVar("StateT", bound=Assembled)
+T = TypeVar("T")
+ManagerT = TypeVar("ManagerT")
 
 _MAX_METADATA_ID = 200
 ALL_OUTCOMES = frozenset(GenerationStatus)
@@ -104,14 +107,14 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutputT:
         config = self._configured(input, config, asynchronous=False)
-        return self._call_with_config(self._guarded, input, config)
+        return self._call_with_config(_read_once(self._guarded, _GUARDED), input, config)
 
     @override
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> OutputT:
         config = self._configured(input, config, asynchronous=True)
-        return await self._acall_with_config(self._aguarded, input, config)
+        return await self._acall_with_config(_read_once(self._aguarded, _AGUARDED), input, config)
 
     # (The run manager is unused: it is in the signature so that LangChain also passes the
     # child config, whose callbacks parent whatever the stage runs.)
@@ -167,11 +170,28 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         return patched
 
 
-# LangChain reads the stage function's signature on every run (does it take run_manager,
-# config?): about a fifth of a 20-row request went to inspect.signature. Python's inspect
-# returns a function's ``__signature__`` when it has one, so it is computed once, here.
-for _function in (Stage._guarded, Stage._aguarded):
-    setattr(_function, "__signature__", inspect.signature(_function))  # noqa: B010
+# LangChain reads the stage function's signature twice a run (does it take run_manager,
+# config?). For a bound method, inspect rebuilds it from the function's each time (about
+# 20 us a stage); for a plain function that has a ``__signature__`` it returns that. So a
+# run is handed a plain function with the method's signature, computed once, here.
+_GUARDED = inspect.signature(Stage._guarded).replace(
+    parameters=tuple(inspect.signature(Stage._guarded).parameters.values())[1:]
+)
+_AGUARDED = inspect.signature(Stage._aguarded).replace(
+    parameters=tuple(inspect.signature(Stage._aguarded).parameters.values())[1:]
+)
+
+
+def _read_once(
+    method: Callable[[object, ManagerT, RunnableConfig], T], signature: inspect.Signature
+) -> Callable[[object, ManagerT, RunnableConfig], T]:
+    """``method`` (bound) as a plain function whose signature inspect returns as given."""
+
+    def call(stage_input: object, run_manager: ManagerT, config: RunnableConfig) -> T:
+        return method(stage_input, run_manager, config)
+
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
 
 
 class PolicyStage(Stage[InputT, OutputT]):
