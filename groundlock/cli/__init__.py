@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from groundlock._version import __version__
 from groundlock.cli import chain, evaluate, lakehouse, lock, records, replay, report
 from groundlock.cli._shared import Parser, UsageError
-from groundlock.stores.sink import AuditUnavailable
 
 __all__ = ["main"]
 
@@ -42,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    # (Its row models load now, once a command runs: --help and usage errors never do.)
+    from groundlock.stores.sink import AuditUnavailable  # noqa: PLC0415
+
     try:
         return int(args.handler(args))
     except BrokenPipeError:

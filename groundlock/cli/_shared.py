@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import importlib.util
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from groundlock.stores.location import delta_location
-from groundlock.stores.readers import sql_text
 
 if TYPE_CHECKING:
     from groundlock.stores.archive import EvidenceArchive
@@ -29,7 +31,9 @@ __all__ = [
     "PlainHelpFormatter",
     "PlainRawDescriptionFormatter",
     "UsageError",
+    "builtin_policies",
     "check_location",
+    "deferred",
     "model_named",
     "open_store",
     "range_options",
@@ -42,6 +46,32 @@ __all__ = [
 
 class UsageError(Exception):
     """Bad arguments or input: exit 2."""
+
+
+def deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The handler ``name`` of ``module``, imported only when its command runs.
+
+    A handler needs the contracts, the firewall and the stores; its parser needs none of
+    them, and ``groundlock --help`` (or any usage error) builds every command's parser.
+    """
+
+    def handler(args: argparse.Namespace) -> int:
+        run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+        return run(args)
+
+    return handler
+
+
+def builtin_policies() -> list[str]:
+    """The built-in policy versions, sorted: ``available_policies()`` without its import.
+
+    Importing :mod:`groundlock.policies` builds the pydantic ``Policy`` model (a quarter of
+    a second); a parser only needs the names of the ``*.json`` files in its folder, which
+    ``find_spec`` gives without running the package.
+    """
+    spec = importlib.util.find_spec("groundlock.policies")
+    folders = spec.submodule_search_locations if spec is not None else None
+    return sorted(path.stem for folder in folders or () for path in Path(folder).glob("*.json"))
 
 
 _REST_LITERAL = re.compile(r"``([^`]+)``")
@@ -227,6 +257,8 @@ def open_archive(uri: str) -> EvidenceArchive:
 
 def where(args: argparse.Namespace) -> str:
     """The SQL condition for the filters and the time range given on the command line."""
+    from groundlock.stores.readers import sql_text  # noqa: PLC0415  (the row models: not for --help)
+
     conditions = []
     for column in ("status", "failure_reason", "policy_version"):
         value = getattr(args, column, None)
@@ -241,6 +273,8 @@ def where(args: argparse.Namespace) -> str:
 
 def sql_time(moment: datetime) -> str:
     """A SQL timestamp literal, in UTC (the tables store UTC)."""
+    from groundlock.stores.readers import sql_text  # noqa: PLC0415  (the row models: not for --help)
+
     return f"TIMESTAMP {sql_text(moment.astimezone(UTC).replace(tzinfo=None).isoformat() + 'Z')}"
 
 

@@ -20,16 +20,14 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from groundlock.cli._shared import (
     Parser,
     UsageError,
+    builtin_policies,
     check_location,
     model_named,
     store_option,
 )
-from groundlock.policies.loader import available_policies
 from groundlock.serve.limits import ServeLimits
 
 if TYPE_CHECKING:
@@ -44,7 +42,7 @@ __all__ = ["add_commands"]
 def _policy_help(default: str = "the library's default") -> str:
     return (
         f"a built-in policy version or a policy file (default: {default}); "
-        f"built in: {', '.join(available_policies())}"
+        f"built in: {', '.join(builtin_policies())}"
     )
 
 
@@ -211,6 +209,8 @@ def _read_json(path: Path | None) -> object:
 def _chain_for(
     args: argparse.Namespace, model: BaseChatModel | None = None
 ) -> RunnableSequence[Any, PublicResponse]:
+    from pydantic import ValidationError  # noqa: PLC0415
+
     from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
     from groundlock.errors import GroundlockError  # noqa: PLC0415
     from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
@@ -292,7 +292,7 @@ _MAX_RUN_ID = 200
 
 def _batch_run_id(given: str | None) -> str:
     """The batch's run id: ``given`` if it is a valid id, else a fresh ``batch-<12 hex>``."""
-    from pydantic import TypeAdapter  # noqa: PLC0415
+    from pydantic import TypeAdapter, ValidationError  # noqa: PLC0415
 
     from groundlock.contracts._fields import Identifier  # noqa: PLC0415
 

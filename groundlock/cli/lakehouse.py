@@ -50,8 +50,6 @@ from groundlock.cli._shared import (
     open_store,
     table_lines,
 )
-from groundlock.lakehouse.calibration import LEXICAL_GATE_CEILING, LEXICAL_POLICY, LEXICAL_TWINS
-from groundlock.lakehouse.chunking import MAX_DOCUMENT_BYTES, PDF_FILE_RATIO
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -63,7 +61,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TOP_K",
-    "LEXICAL_GATE_CEILING",
     "TOP_K_HELP",
     "add_commands",
     "extend_ask",
@@ -71,6 +68,14 @@ __all__ = [
 ]
 
 _MIB = 1024 * 1024
+# Copies, pinned equal by tests/cli/test_start.py: the parsers are built for --help, and
+# groundlock.lakehouse loads the pydantic Policy model (a quarter of a second).
+MAX_DOCUMENT_BYTES = 16 * _MIB
+"""``groundlock.lakehouse.chunking.MAX_DOCUMENT_BYTES``: ``--max-document-mb``'s default."""
+PDF_FILE_RATIO = 8
+"""``groundlock.lakehouse.chunking.PDF_FILE_RATIO``, for ``--max-document-mb``'s help."""
+LEXICAL_POLICY = "LEXICAL_POLICY_V1"
+"""``groundlock.lakehouse.LEXICAL_POLICY``: what ``index`` checks rows against by default."""
 _DIMENSIONS, _MAX_CHARS = 2048, 1200
 _LIST_LIMIT, _MOST_LISTED = 100, 1_000_000
 DEFAULT_TOP_K = 6
@@ -417,6 +422,7 @@ def _policy_for(name: str | None, index_model: str) -> Policy:
     from groundlock.errors import GroundlockError  # noqa: PLC0415
     from groundlock.lakehouse import (  # noqa: PLC0415
         LEXICAL_EMBEDDING_PREFIX,
+        LEXICAL_TWINS,
         calibration_problem,
         lexical_policy,
         lexical_twin,

@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groundlock.cli._shared import (
     Parser,
@@ -46,8 +47,10 @@ from groundlock.cli._shared import (
     store_option,
     where,
 )
-from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow
-from groundlock.stores.readers import InvalidRow, read_rows
+
+if TYPE_CHECKING:
+    from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow
+    from groundlock.stores.readers import InvalidRow
 
 __all__ = ["add_commands", "render_report"]
 
@@ -64,6 +67,10 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # (The row models and their reader: for a report, not for the parser --help builds.)
+    from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow  # noqa: PLC0415
+    from groundlock.stores.readers import InvalidRow, read_rows  # noqa: PLC0415
+
     if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
     store = open_store(args)
