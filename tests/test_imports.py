@@ -92,6 +92,55 @@ def test_the_command_line_answers_help_and_usage_errors_without_a_heavy_module(
     assert _loaded_after(code) == []
 
 
+_HELP_ARGV = (["--help"], ["--version"], ["no-such-command"], ["ask", "--no-such-option"])
+_MOST_MODULES_FOR_HELP = 20
+"""groundlock modules ``groundlock --help`` may load: 15 today (the command modules, the
+serving limits and store locations their options name); a handler's import would add dozens."""
+
+
+def _groundlock_modules_after(argv: list[str]) -> list[str]:
+    """The ``groundlock`` modules a fresh interpreter holds after ``main(argv)``."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from groundlock.cli import main\n"
+        "quiet = io.StringIO()\n"
+        "with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):\n"
+        f"    main({argv!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('groundlock', 'pydantic'))))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("argv", _HELP_ARGV, ids=["help", "version", "command", "option"])
+def test_help_and_usage_errors_load_no_contract_model_firewall_or_row_reader(
+    argv: list[str],
+) -> None:
+    loaded = _groundlock_modules_after(argv)
+    refused = ("groundlock.contracts", "groundlock.core", "groundlock.stores.readers")
+    assert [m for m in loaded if m.startswith(refused)] == []
+    # Not pydantic itself either: the parsers take the policy names from the folder.
+    assert [m for m in loaded if m.split(".")[0] == "pydantic"] == []
+
+
+def test_help_loads_only_a_few_groundlock_modules() -> None:
+    assert len(_groundlock_modules_after(["--help"])) < _MOST_MODULES_FOR_HELP
+
+
 def test_a_name_read_from_the_package_still_builds_and_runs_the_chain() -> None:
     code = (
         "from groundlock import PublicResponse, grounded_answer_chain\n"
