@@ -70,47 +70,63 @@ def _contradiction(sentence: SentenceReading, lex: Lexicon) -> str | None:
         for text in facts.sentences
         for clause in evidence_clauses(text, lex)
     ]
+    # A clause meets only the evidence clauses that share a stem with it, each once.
+    holding: dict[str, list[int]] = {}
+    for index, e in enumerate(evidence):
+        for word in e.stems:
+            holding.setdefault(word, []).append(index)
     for clause in clauses(sentence.text, lex):
         if clause.restricted:
             continue
         # (Only the sentence's own restriction matters: "only X may be used" says "others
         # must not be", which a negative evidence clause about the others supports.)
-        aligned = [e for e in evidence if len(clause.stems & e.stems) >= 2]
+        shared: dict[int, int] = {}
+        for word in clause.stems:
+            for index in holding.get(word, ()):
+                shared[index] = shared.get(index, 0) + 1
+        ordered = sorted(shared.items())
+        aligned = [(evidence[i], n) for i, n in ordered if n >= 2]
         # A clause of two words ("The inspection is optional") aligns on its subject alone
         # for its modality: what else could "optional" be said of?
         modal_floor = 1 if len(clause.stems) <= 2 else 2
-        modal = [e for e in evidence if len(clause.stems & e.stems) >= modal_floor]
+        modal = [evidence[i] for i, n in ordered if n >= modal_floor]
         found = (_polarity(clause, aligned) if aligned else None) or _modality(clause, modal)
         if found is not None:
             return found
     return _opposite(sentence, lex)
 
 
-def _polarity(clause: Clause, aligned: list[Clause]) -> str | None:
+def _polarity(clause: Clause, aligned: list[tuple[Clause, int]]) -> str | None:
+    """``aligned``: each evidence clause with the number of stems it shares with ``clause``."""
+    if not clause.negated and not any(e.negative for e, _ in aligned):
+        return None  # it states what no aligned clause negates, and negates nothing
+    size = len(clause.stems)
     for word in clause.stems:
-        holding = [e for e in aligned if word in e.stems]
+        if clause.negative and word not in clause.negated:
+            continue  # neither turn below can be taken for this word
+        holding = [(e, n) for e, n in aligned if word in e.stems]
         if not holding:
             continue
         # Only the evidence clauses that say most about it: a passing mention elsewhere in
         # the entry ("the plan covers three CCPs") neither supports nor contradicts.
-        best = max(len(clause.stems & e.stems) for e in holding)
-        floor = max(min(3, len(clause.stems)), best - 1)
-        holding = [e for e in holding if len(clause.stems & e.stems) >= floor]
+        best = max(n for _, n in holding)
+        floor = max(min(3, size), best - 1)
+        holding = [(e, n) for e, n in holding if n >= floor]
         if not holding:
             continue
         # Stating what every aligned evidence clause negates, about the same subject: most
         # of the clause's words are the evidence clause's too.
-        same_subject = any(2 * len(clause.stems & e.stems) >= len(clause.stems) for e in holding)
-        if not clause.negative and same_subject and all(e.negative for e in holding):
-            stated = word not in clause.gerunds and any(word in e.negated for e in holding)
-            if stated or any(_none_but_stated(clause, e, word) for e in holding):
+        same_subject = any(2 * n >= size for _, n in holding)
+        if not clause.negative and same_subject and all(e.negative for e, _ in holding):
+            stated = word not in clause.gerunds and any(word in e.negated for e, _ in holding)
+            if stated or any(_none_but_stated(clause, e, word) for e, _ in holding):
                 return f"states {word!r} where its evidence negates it"
         # An evidence sentence's first word is taken for an order only against an order:
         # "Punitive damages are denied" opens with no verb.
         asserted = any(
-            word in e.asserted or (clause.negated_order and word == e.order) for e in holding
+            word in e.asserted or (clause.negated_order and word == e.order) for e, _ in holding
         )
-        if word in clause.negated and not any(e.negative for e in holding) and asserted:
+        if word in clause.negated and not any(e.negative for e, _ in holding) and asserted:
             return f"negates {word!r} where its evidence asserts it"
     return None
 
