@@ -40,3 +40,40 @@ def test_the_alternation_matches_where_and_only_where_a_pattern_does(name: str) 
         assert (anything.search(text) is not None) == expected, text
         hits += expected
     assert hits > 50  # the corpus holds meta phrases: the agreement is not all-negative
+
+
+def _first_characters(parsed: object) -> set[str] | None:
+    """The characters a parsed pattern's match can open with, or None if unsure or empty."""
+    from re import _constants as c  # noqa: PLC0415  (private: only to prove a property)
+
+    found: set[str] = set()
+    for op, arg in parsed:  # type: ignore[attr-defined]
+        if op is c.LITERAL:
+            return found | {chr(arg)}
+        if op is c.SUBPATTERN:
+            inner = _first_characters(arg[-1])
+        elif op is c.BRANCH:
+            parts = [_first_characters(branch) for branch in arg[1]]
+            inner = None if None in parts else set().union(*parts)  # type: ignore[arg-type]
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and arg[0] >= 1:
+            inner = _first_characters(arg[2])
+        elif op is c.IN and all(kind is c.LITERAL for kind, _ in arg):
+            inner = {chr(code) for _, code in arg}
+        else:
+            return None
+        if inner is None:
+            return None
+        return found | inner
+    return None
+
+
+@pytest.mark.parametrize("name", RULESETS)
+def test_every_pattern_opening_with_a_boundary_goes_on_with_a_word_character(name: str) -> None:
+    # any_meta tries those patterns only where a word starts (\b(?=\w)): exact only so.
+    from re import _parser  # noqa: PLC0415
+
+    for pattern in load_ruleset(name).entries("meta"):
+        if pattern.startswith(r"\b"):
+            first = _first_characters(_parser.parse(pattern[2:]))
+            assert first, pattern
+            assert all(re.fullmatch(r"\w", char) for char in first), pattern
