@@ -102,6 +102,10 @@ _FRACTION_WORDS_RE = re.compile(
     r"|three\s+quarters|three\s+fourths|a\s+fifth|one\s+fifth)(?=\s+(?:of|the|a|an)\b)",
     re.IGNORECASE,
 )
+_VALUE_WORDS = frozenset({*_MONTHS, *_NUMBER_WORDS, *_ONE_WORDS, "half"})
+"""The lower-case words ``_Reader._read`` can read a value from or at: a month, a number
+word, a word for one, and the first words of ``_COMPOUND_RE`` and ``_FRACTION_WORDS_RE``.
+Any other plain lower-case word is skipped unread (issue 29: most tokens are such words)."""
 _FRACTIONS = {"half": "0.5", "third": "0.3333", "thirds": "0.6667", "quarter": "0.25",
               "quarters": "0.75", "fourths": "0.75", "fifth": "0.2"}  # fmt: skip
 _HEDGE_RE = re.compile(
@@ -362,6 +366,9 @@ class _Reader:
         for index, token in enumerate(self.tokens):
             if index in self.used:
                 continue
+            word = token.group()
+            if word.isascii() and word.isalpha() and word.islower() and word not in _VALUE_WORDS:
+                continue  # most tokens: a plain word, which states no value and opens none
             for value in self._read(index, token):
                 unit = _unit_of(value)
                 if unit == "#":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from groundlock.core.firewall.facts import vocabulary
@@ -100,3 +102,18 @@ def test_bounds_are_read_before_and_after_a_value():
     (or_below,) = values_in("135 °F or below", VOCABULARY)
     (not_over,) = values_in("must not go above 1.5 bar", VOCABULARY)
     assert (at_least.bound, or_below.bound, not_over.bound) == ("lower", "upper", "upper")
+
+
+def test_every_word_a_number_phrase_can_open_with_is_read() -> None:
+    # _Reader skips a plain lower-case word outside _VALUE_WORDS unread (issue 29): exact
+    # only while every phrase _COMPOUND_RE and _FRACTION_WORDS_RE match opens with one.
+    from groundlock.core.firewall import values  # noqa: PLC0415
+
+    for pattern in (values._COMPOUND_RE, values._FRACTION_WORDS_RE):
+        openers: set[str] = set()
+        for alternative in re.split(r"\|(?![^()]*\))", pattern.pattern):
+            assert alternative.startswith("("), alternative
+            first_group = alternative[1 : alternative.index(")")]
+            openers.update(re.match(r"[a-z]+", a)[0] for a in first_group.split("|"))  # type: ignore[index]
+        assert len(openers) >= 5
+        assert openers <= values._VALUE_WORDS, openers - values._VALUE_WORDS
