@@ -58,6 +58,14 @@ def _reading(sentence: SentenceReading, ctx: Context) -> str:
 
 
 _SEPARATORS_RE = re.compile(r"[\W_]+")
+_MAX_KEY_CHARS = 4096
+"""Longer texts are compacted uncached: a bound on what the cache below can hold."""
+
+
+@memoized(1024, max_key_chars=_MAX_KEY_CHARS)
+def _without_separators(text: str) -> str:
+    """An evidence text or an id with no separators: compacted once, not once a sentence."""
+    return _SEPARATORS_RE.sub("", text)
 
 
 def _spelled_apart(sentence: SentenceReading, ids: set[str], ctx: Context) -> bool:
@@ -68,9 +76,9 @@ def _spelled_apart(sentence: SentenceReading, ids: set[str], ctx: Context) -> bo
     if not ctx.ruleset.entries("lookalikes"):
         return False
     compact = _SEPARATORS_RE.sub("", _reading(sentence, ctx).casefold())
-    cited = [_SEPARATORS_RE.sub("", plain(e.sanitized_text)) for e in sentence.cited]
+    cited = [_without_separators(plain(e.sanitized_text)) for e in sentence.cited]
     for identifier in ids:
-        wanted = _SEPARATORS_RE.sub("", identifier)
+        wanted = _without_separators(identifier)
         long_enough = len(wanted) >= 6 and any(c.isdigit() for c in wanted)
         if long_enough and wanted in compact and not any(wanted in text for text in cited):
             return True
@@ -92,14 +100,15 @@ def _bounded_in(token: str, text: str, joining: str) -> bool:
 
 
 @memoized(None)
-def _template_ngrams(version: str, size: int) -> frozenset[tuple[str, ...]]:
+def _template_ngrams(version: str, size: int) -> tuple[frozenset[tuple[str, ...]], frozenset[str]]:
+    """The template's word n-grams, and their first words (most words open none)."""
     template = load_template(version)
     grams: set[tuple[str, ...]] = set()
     for section in template.sections:
         for part in (section.before, section.after):
             said = words(part)
             grams.update(tuple(said[i : i + size]) for i in range(len(said) - size + 1))
-    return frozenset(grams)
+    return frozenset(grams), frozenset(gram[0] for gram in grams)
 
 
 class MetadataLeak:
@@ -115,14 +124,17 @@ class MetadataLeak:
     def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """The prompt's rules repeated first, then sentence by sentence."""
         size = int(ctx.ruleset.param("template_ngram_words"))
-        grams = _template_ngrams(ctx.policy.prompt_template, size)
+        grams, openers = _template_ngrams(ctx.policy.prompt_template, size)
         if ctx.ruleset.params.get("template_ngrams_without_markers"):
             # The presets' templates show a marker as an example: an answer citing a file of
             # that name repeats the template's words in its markers, not its instructions.
             said = [word for sentence in reading.sentences for word in words(sentence.text)]
         else:
             said = words(reading.text)
-        if any(tuple(said[i : i + size]) in grams for i in range(len(said) - size + 1)):
+        if any(
+            said[i] in openers and tuple(said[i : i + size]) in grams
+            for i in range(len(said) - size + 1)
+        ):
             yield Finding(self.name, self.reason, "answer: repeats the prompt's own instructions")
         # Ids compare caseless on both sides; each id is reduced once, not once a sentence.
         # From firewall_v2 only chunk ids are internal: a knowledge id is the document's own
@@ -139,9 +151,11 @@ class MetadataLeak:
     def _sentence(self, s: SentenceReading, ids: set[str], ctx: Context) -> Iterator[Finding]:
         where = f"answer: sentence {s.number}"
         folded = _reading(s, ctx)
-        if _HEADER_SYNTAX_RE.search(folded):
+        # (Header syntax holds "_id" or "|", section syntax "<" or "===": most sentences
+        # hold none, and are not searched.)
+        if ("_id" in folded or "|" in folded) and _HEADER_SYNTAX_RE.search(folded):
             yield Finding(self.name, self.reason, f"{where}: evidence header syntax", s.number)
-        if _SECTION_SYNTAX_RE.search(folded):
+        if ("<" in folded or "===" in folded) and _SECTION_SYNTAX_RE.search(folded):
             yield Finding(self.name, self.reason, f"{where}: prompt section syntax", s.number)
         caseless = folded.casefold()
         if any(_bounded_in(i, caseless, r"\w-") and not cited_contain(s, i) for i in ids) or (
