@@ -85,10 +85,10 @@ def names_in(text: str, ruleset: Ruleset) -> Iterator[Name]:
     text = _LABEL_RE.sub(_blank, text)
     for found in _WORD_RE.finditer(text):
         word = found.group()
-        opener = _opens_clause(text, found.start(), previous_end)
-        previous_end = found.end()
+        before_end, previous_end = previous_end, found.end()
         if not word[0].isupper() or any(c.isdigit() for c in word):
             continue  # (a word with a digit is an identifier: the value rule's)
+        opener = _opens_clause(text, found.start(), before_end)
         before_name = None
         if opener:
             opening = variants and _opening_name(text, found, common, ruleset)
