@@ -56,7 +56,9 @@ def _coverage(reading: Reading, ctx: Context) -> tuple[float, ...]:
 
 def _id_like(token: str) -> bool:
     """Numbers, codes and acronyms: tokens with a digit, or two or more capitals only."""
-    return any(map(str.isdigit, token)) or (len(token) > 1 and token.isalpha() and token.isupper())
+    if token.isalpha():  # (no character is both a letter and a digit)
+        return len(token) > 1 and token.isupper()
+    return any(map(str.isdigit, token))
 
 
 def _suspicious_ids(sentences: tuple[Sentence, ...]) -> tuple[str, ...]:
