@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 from groundlock._caches import memoized
 from groundlock.text.fold import caseless
@@ -24,6 +25,7 @@ __all__ = [
     "content_words",
     "entry_content_words",
     "folded_id",
+    "one_search",
     "plain",
     "singular",
     "unaccented",
@@ -39,6 +41,47 @@ _APOSTROPHE_MAP = str.maketrans(dict.fromkeys("\u2019\u02bc\uff07", "'"))
 def apostrophes(pattern: str) -> str:
     """``pattern`` with each apostrophe matching every way of typing one (none is in a class)."""
     return pattern.replace("'", APOSTROPHE)
+
+
+def _one_alternative(pattern: str) -> bool:
+    """Whether ``pattern`` has no ``|`` outside its groups (a prefix binds all of it)."""
+    depth, escaped, in_class = 0, False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            return False
+    return True
+
+
+def one_search(patterns: Iterable[str]) -> re.Pattern[str]:
+    r"""One alternation of ``patterns``: it matches a text exactly when one of them does.
+
+    For a vocabulary of phrases searched in every sentence, where the usual sentence holds
+    none (issue 29). Branch by branch at every position, a plain alternation costs as much
+    as the searches one by one; here the patterns that open with ``\b`` share it and are
+    tried only where a word starts (``\b(?=\w)``), exact as long as each goes on with a
+    word character (tests pin it for the rulesets' vocabularies). None may use a
+    backreference or an inline flag.
+    """
+    bounded: list[str] = []
+    others: list[str] = []
+    for pattern in patterns:
+        if pattern.startswith(r"\b") and _one_alternative(pattern[2:]):
+            bounded.append(f"(?:{pattern[2:]})")
+        else:
+            others.append(f"(?:{pattern})")
+    if bounded:
+        others.insert(0, rf"\b(?=\w)(?:{'|'.join(bounded)})")
+    return re.compile("|".join(others))
 
 
 def words(text: str) -> list[str]:

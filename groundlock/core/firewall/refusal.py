@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from groundlock._caches import memoized
-from groundlock.core.firewall.lexicon import apostrophes, plain, words
+from groundlock.core.firewall.lexicon import apostrophes, one_search, plain, words
 from groundlock.text.fold import fold
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ _NO_REFUSAL = Refusal(RefusalForm.NONE)
 def _phrases(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str]]:
     patterns = tuple(re.compile(apostrophes(p)) for p in ruleset.entries("refusal"))
     # One search that rules all of them out at once, the usual case.
-    union = re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    union = one_search(p.pattern for p in patterns)
     return patterns, union
 
 
@@ -114,7 +114,7 @@ def _disguised(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], re.Patter
     phrases, _ = ruleset.compiled("refusal.phrases", _phrases)
     disguised = (re.compile(apostrophes(p)) for p in ruleset.entries("refusal", "disguised"))
     patterns = (*phrases, *disguised)
-    union = re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    union = one_search(p.pattern for p in patterns)
     return patterns, union
 
 

@@ -12,11 +12,22 @@ from pathlib import Path
 
 import pytest
 
+from groundlock.core.firewall.lexicon import _one_alternative
+from groundlock.core.firewall.refusal import _disguised, _phrases
 from groundlock.core.firewall.rules.leaks import any_meta, meta_patterns
 from groundlock.policies.ruleset import load_ruleset
 
 CORPUS = Path(__file__).parents[2] / "firewall" / "corpus" / "answers.jsonl"
-RULESETS = ["firewall_v1", "firewall_v2", "firewall_v3", "source_page_v2", "cit_label_v1"]
+RULESETS = [
+    "firewall_v1",
+    "firewall_v2",
+    "firewall_v3",
+    "source_page_v1",
+    "source_page_v2",
+    "semantic_id_v1",
+    "cit_label_v1",
+]
+VOCABULARIES = [("meta",), ("refusal",), ("refusal", "disguised")]
 
 
 def _texts() -> list[str]:
@@ -40,6 +51,21 @@ def test_the_alternation_matches_where_and_only_where_a_pattern_does(name: str) 
         assert (anything.search(text) is not None) == expected, text
         hits += expected
     assert hits > 50  # the corpus holds meta phrases: the agreement is not all-negative
+
+
+@pytest.mark.parametrize("name", RULESETS)
+@pytest.mark.parametrize("search", [_phrases, _disguised])
+def test_the_refusal_phrases_one_search_matches_where_and_only_where_a_phrase_does(
+    name: str, search: object
+) -> None:
+    patterns, union = search(load_ruleset(name))  # type: ignore[operator]
+    texts = [text.lower() for text in _texts()]
+    hits = 0
+    for text in texts:
+        expected = any(pattern.search(text) for pattern in patterns)
+        assert (union.search(text) is not None) == expected, text
+        hits += expected
+    assert hits > 20
 
 
 def _first_characters(parsed: object) -> set[str] | None:
@@ -68,12 +94,15 @@ def _first_characters(parsed: object) -> set[str] | None:
 
 
 @pytest.mark.parametrize("name", RULESETS)
-def test_every_pattern_opening_with_a_boundary_goes_on_with_a_word_character(name: str) -> None:
-    # any_meta tries those patterns only where a word starts (\b(?=\w)): exact only so.
+@pytest.mark.parametrize("vocabulary", VOCABULARIES)
+def test_every_pattern_opening_with_a_boundary_goes_on_with_a_word_character(
+    name: str, vocabulary: tuple[str, ...]
+) -> None:
+    # one_search tries those patterns only where a word starts (\b(?=\w)): exact only so.
     from re import _parser  # noqa: PLC0415
 
-    for pattern in load_ruleset(name).entries("meta"):
-        if pattern.startswith(r"\b"):
+    for pattern in load_ruleset(name).entries(*vocabulary):
+        if pattern.startswith(r"\b") and _one_alternative(pattern[2:]):  # what it shares \b in
             first = _first_characters(_parser.parse(pattern[2:]))
             assert first, pattern
             assert all(re.fullmatch(r"\w", char) for char in first), pattern

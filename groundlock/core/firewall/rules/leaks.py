@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.core.firewall.lexicon import apostrophes, folded_id, plain, words
+from groundlock.core.firewall.lexicon import apostrophes, folded_id, one_search, plain, words
 from groundlock.core.firewall.lookalikes import fold_lookalikes
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.policies.ruleset import Ruleset
@@ -184,48 +184,16 @@ def meta_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], bool], ...]:
     return (*folded, (re.compile(apostrophes(first_person)), False))
 
 
-def _one_alternative(pattern: str) -> bool:
-    """Whether ``pattern`` has no ``|`` outside its groups (a prefix binds all of it)."""
-    depth, escaped, in_class = 0, False, False
-    for char in pattern:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth == 0:
-            return False
-    return True
-
-
 def any_meta(ruleset: Ruleset) -> re.Pattern[str]:
-    r"""One alternation of the folded meta patterns: a sentence none of them matches is read once.
+    """One alternation of the folded meta patterns: a sentence none of them matches is read once.
 
     Most sentences hold no meta phrase, and searching 38 patterns one by one was the
     firewall's largest cost (issue 29). The alternation matches exactly when one of its
-    patterns does (none uses a backreference or an inline flag), so when it finds something
-    the patterns are tried one by one as before: the verdict and its message are unchanged.
-
-    The patterns that open with ``\b`` share it, and since each goes on with a word
-    character (a test pins it), they are tried only where a word starts: ``\b(?=\w)``.
-    Branch by branch at every position, the alternation cost as much as the 38 searches.
+    patterns does (:func:`~groundlock.core.firewall.lexicon.one_search`), so when it finds
+    something the patterns are tried one by one as before: the verdict and its message are
+    unchanged.
     """
-    bounded: list[str] = []
-    others: list[str] = []
-    for pattern in ruleset.entries("meta"):
-        written = apostrophes(pattern)
-        if written.startswith(r"\b") and _one_alternative(written[2:]):
-            bounded.append(f"(?:{written[2:]})")
-        else:
-            others.append(f"(?:{written})")
-    if bounded:
-        others.insert(0, rf"\b(?=\w)(?:{'|'.join(bounded)})")
-    return re.compile("|".join(others))
+    return one_search(apostrophes(p) for p in ruleset.entries("meta"))
 
 
 _NAME_BEFORE_RE = re.compile(r"[A-Z][a-z]+\s+$")
