@@ -184,14 +184,23 @@ class SentenceReading:
         if not said:
             return 1.0, 0, 0
 
-        def held(
-            word: str, forms: set[str] | frozenset[str], long: set[str] | frozenset[str]
-        ) -> bool:
-            return word in forms or stem(word) in forms or (len(word) >= 6 and word[:5] in long)
-
-        found = sum(1 for w in said if held(w, known, prefixes))
-        added = [w for w in said if not held(w, question.words, q_prefixes)]
-        missing = sum(1 for w in added if not held(w, known, prefixes))
+        # A word is held by a set of words as itself, its stem, or (a long word) its first
+        # five letters among the set's prefixes; written out, not a helper: 90 calls a
+        # sentence made the call most of the cost.
+        found = sum(
+            1 for w in said if w in known or stem(w) in known or (len(w) >= 6 and w[:5] in prefixes)
+        )
+        asked = question.words
+        added = [
+            w
+            for w in said
+            if not (w in asked or stem(w) in asked or (len(w) >= 6 and w[:5] in q_prefixes))
+        ]
+        missing = sum(
+            1
+            for w in added
+            if not (w in known or stem(w) in known or (len(w) >= 6 and w[:5] in prefixes))
+        )
         return found / len(said), len(added), missing
 
     @cached_property
