@@ -14,6 +14,7 @@ and fails on a missing or stale lock: what CI runs over a folder of one's own po
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,9 @@ from groundlock.prompts.template import PromptTemplateError, parse_template
 __all__ = ["LockError", "Locked", "kind_of", "lock"]
 
 Kind = Literal["policy", "template", "ruleset"]
+
+_LOADABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+"""A template version or ruleset name its loader accepts (the policy loader checks its own)."""
 Action = Literal["locked", "unchanged", "relocked", "checked"]
 
 
@@ -77,6 +81,12 @@ def _template_lock_value(path: Path) -> str:
 
 
 def _value(kind: Kind, path: Path) -> str:
+    name = path.name if kind == "ruleset" else path.stem
+    if kind != "policy" and not _LOADABLE_NAME.match(name):
+        raise LockError(
+            f"{kind} {path.name!r}: {name!r} is not a name its loader accepts "
+            "(lower-case letters, digits and '_', a letter first)"
+        )
     try:
         if kind == "policy":
             return policy_lock_value(path)

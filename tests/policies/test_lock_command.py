@@ -124,3 +124,14 @@ def test_every_shipped_artefact_matches_its_lock(capsys) -> None:
     assert len(shipped) >= 25
     assert main(["lock", "--check", *map(str, shipped)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(shipped)
+
+
+def test_a_template_or_ruleset_its_loader_could_not_name_is_refused(own: Path, capsys) -> None:
+    shutil.copy(own / "prompt_template_v1.txt", own / "Plant Template.txt")
+    shutil.copytree(own / "firewall_v2", own / "Firewall-V9")
+    assert main(["lock", str(own / "Plant Template.txt"), str(own / "Firewall-V9")]) == 1
+    err = capsys.readouterr().err
+    assert "'Plant Template' is not a name its loader accepts" in err
+    assert "'Firewall-V9' is not a name its loader accepts" in err
+    assert not (own / "Plant Template.sha256").exists()
+    assert not (own / "Firewall-V9.sha256").exists()
