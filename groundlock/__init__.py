@@ -13,10 +13,10 @@ name that needs them is first read.
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from groundlock._lazy import lazy_names
 from groundlock._version import __version__
 
 if TYPE_CHECKING:
@@ -177,19 +177,6 @@ _LAZY: dict[str, str] = {
 """Each public name and the module it is defined in (re-exported from)."""
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401  (a public name of any kind)
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next read is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
 __all__ = [
     "AccessPolicy",
     "AnswerBundle",
@@ -268,3 +255,5 @@ __all__ = [
     "validate_answer",
     "validate_text",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

@@ -17,7 +17,7 @@ import groundlock
 PACKAGE = Path(groundlock.__file__).parent
 
 LAYERS: list[set[str]] = [
-    {"errors", "_version", "_frozen", "_caches"},
+    {"errors", "_version", "_frozen", "_caches", "_lazy"},
     {"citations"},
     {"text"},
     {"contracts", "prompts", "policies"},

@@ -23,9 +23,9 @@ chunker's constants without loading delta-rs, NumPy or LangChain.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from groundlock._lazy import lazy_names
 from groundlock.policies import Policy, load_policy
 
 if TYPE_CHECKING:
@@ -115,18 +115,7 @@ _LAZY: dict[str, str] = {
 }
 """Each public name and the module it is defined in."""
 
-
-def __getattr__(name: str) -> Any:  # noqa: ANN401  (a public name of any kind)
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)
 
 
 def lexical_policy() -> Policy:

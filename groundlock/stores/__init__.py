@@ -9,8 +9,9 @@ Each name loads on first use (PEP 562), so a module that needs only :class:`Audi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from groundlock._lazy import lazy_names
 
 if TYPE_CHECKING:
     from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, ValidationRow
@@ -41,15 +42,4 @@ _LAZY: dict[str, str] = {
 }
 """Each public name and the module it is defined in."""
 
-
-def __getattr__(name: str) -> Any:  # noqa: ANN401  (a public name of any kind)
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)
