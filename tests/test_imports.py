@@ -34,18 +34,14 @@ HEAVY = (
 """Provider SDKs, tracing, delta-rs and Arrow, the web stack, Spark, PDF: loaded on first use."""
 
 
-def _loaded_after(code: str) -> list[str]:
-    """The heavy top-level modules a fresh interpreter holds after running ``code``."""
-    probe = (
-        f"{code}\nimport json, sys\n"
-        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
-    )
+def _last_json_line(code: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter (this checkout first on the path); its last line."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     done = subprocess.run(
-        [sys.executable, "-c", probe],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -55,6 +51,15 @@ def _loaded_after(code: str) -> list[str]:
     )
     loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     return loaded
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The heavy top-level modules a fresh interpreter holds after running ``code``."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    return _last_json_line(probe)
 
 
 def test_importing_the_package_loads_no_heavy_module() -> None:
@@ -109,21 +114,7 @@ def _groundlock_modules_after(argv: list[str]) -> list[str]:
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('groundlock', 'pydantic'))))\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return loaded
+    return _last_json_line(code)
 
 
 @pytest.mark.parametrize("argv", _HELP_ARGV, ids=["help", "version", "command", "option"])
