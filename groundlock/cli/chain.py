@@ -352,10 +352,9 @@ def _public_anchors(keys: tuple[str, ...], bundle: object, policy_name: str) -> 
     """
     from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
     from groundlock.policies import load_policy  # noqa: PLC0415
-    from groundlock.policies.ruleset import load_ruleset  # noqa: PLC0415
 
     policy = load_policy(policy_name)
-    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    grammar = policy.grammar
     if not keys or grammar.name == "bracket_c":
         return list(keys)
     entries = {entry.anchor: entry for entry in assemble(bundle, policy).selected_evidence}

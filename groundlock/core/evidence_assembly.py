@@ -55,10 +55,9 @@ from groundlock.contracts.retrieval import FiltersApplied, RetrievalBundle, Retr
 from groundlock.core.firewall.injection import addresses_the_model
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.policies.model import Policy
-from groundlock.policies.ruleset import load_ruleset
 from groundlock.text.overlap import covered_fraction, shingle_set, shingles
 from groundlock.text.sanitize import SanitizedText, neutralized_for, safe_normalize
-from groundlock.text.tokens import TokenCounter, get_token_counter
+from groundlock.text.tokens import TokenCounter
 
 __all__ = ["assemble", "assemble_read", "failed_bundle", "without_lowest_ranked"]
 
@@ -92,7 +91,7 @@ def assemble_read(
     For a caller that keeps the read bundle (R2's stage keeps it for the evidence archive):
     the input limits are not checked a second time.
     """
-    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    counter = counter if counter is not None else policy.token_counter
     if isinstance(read, Rejection):
         return _refused(
             AssemblyStatus.FAILED, read.reason, read.message, policy,
@@ -217,7 +216,7 @@ def _request_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCod
 
 def _citation_problem(bundle: RetrievalBundle, policy: Policy) -> tuple[ReasonCode, str] | None:
     """A row the policy's grammar cannot cite (a preset's marker needs a field it lacks)."""
-    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    grammar = policy.grammar
     if not grammar.required_fields and grammar.name == "bracket_c":
         return None
     seen: dict[str, int] = {}
@@ -375,7 +374,7 @@ class _Walk:
         self.policy = policy
         self.counter = counter
         self.filters = filters
-        self.grammar = load_ruleset(policy.firewall_ruleset).grammar
+        self.grammar = policy.grammar
         self.neutralizes = (
             self.grammar.name if policy.sanitization_mode != "safe_normalize_v1" else ""
         )
@@ -598,7 +597,7 @@ def _addressing_the_model(selected: Sequence[SelectedEvidence], policy: Policy) 
 
     As the policy's firewall ruleset recognises them: recorded here, judged by R5.
     """
-    ruleset = load_ruleset(policy.firewall_ruleset)
+    ruleset = policy.ruleset
     return tuple(e.anchor for e in selected if addresses_the_model(e.sanitized_text, ruleset))
 
 

@@ -21,7 +21,6 @@ from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.state import Judged
 from groundlock.policies.model import Policy
-from groundlock.policies.ruleset import load_ruleset
 
 __all__ = [
     "NO_USAGE",
@@ -90,7 +89,7 @@ def public_citations(
     the validated anchors, and R2 gives the same entries for the same bundle again.
     """
     entries = {e.anchor: e for e in evidence}
-    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    grammar = policy.grammar
     listed = (
         PublicCitation(
             anchor=grammar.public_anchor(entries[anchor]),

@@ -32,10 +32,9 @@ from groundlock.contracts.state import Assembled, Outcome, Prompted
 from groundlock.core.evidence_assembly import without_lowest_ranked
 from groundlock.core.skipped import unbuilt, unbuilt_prompt
 from groundlock.policies.model import Policy
-from groundlock.policies.ruleset import load_ruleset
-from groundlock.prompts.template import PromptTemplate, load_template
+from groundlock.prompts.template import PromptTemplate
 from groundlock.text.sanitize import neutralized_for, safe_normalize
-from groundlock.text.tokens import TokenCounter, get_token_counter
+from groundlock.text.tokens import TokenCounter
 
 __all__ = [
     "HistoryWindow",
@@ -80,8 +79,8 @@ def build_prompt(
     state = state if isinstance(state, Assembled) else Assembled.of(state)
     if state.outcome.status is not GenerationStatus.OK:
         return unbuilt(state, policy)
-    template = template if template is not None else load_template(policy.prompt_template)
-    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    template = template if template is not None else policy.template
+    counter = counter if counter is not None else policy.token_counter
     bundle = state.bundle
 
     question = checked_question(bundle.user_question or "", policy, counter)
@@ -160,7 +159,7 @@ def history_window(
     window = policy.history
     if window is None or not turns:
         return HistoryWindow("", 0, 0)
-    grammar = load_ruleset(policy.firewall_ruleset).grammar
+    grammar = policy.grammar
     kept: list[str] = []
     used = 0
     for turn in reversed(turns):
@@ -194,7 +193,7 @@ def checked_question(
     """
     normalized = safe_normalize(user_question)  # unique per request: not cached
     if policy.sanitization_mode == "safe_normalize_v2":
-        normalized = neutralized_for(normalized, load_ruleset(policy.firewall_ruleset).grammar)
+        normalized = neutralized_for(normalized, policy.grammar)
     question = normalized.text
     if not question:
         return (
@@ -219,14 +218,14 @@ def check_outside_bundle(
     Its text was already re-checked as sanitised by the contract; here its token counts are
     recounted, since budgets and PB4 rely on them. Returns why it is refused, or None.
     """
-    counter = counter if counter is not None else get_token_counter(policy.token_encoding)
+    counter = counter if counter is not None else policy.token_counter
     try:
         policy.budget_for(bundle.query_type)
     except KeyError:
         return f"query_type: policy {policy.policy_version} defines no such query type"
     if bundle.history and policy.history is None:
         return f"history: policy {policy.policy_version} takes no conversation history"
-    grammar = load_ruleset(policy.firewall_ruleset).grammar.name
+    grammar = policy.grammar.name
     total = 0
     for entry in bundle.selected_evidence:
         if entry.citation_grammar != grammar:

@@ -29,7 +29,7 @@ from groundlock.contracts.state import Answered, Assembled, Judged, Outcome, Pro
 from groundlock.contracts.validation import GroundingMetrics, ValidationResult
 from groundlock.core.evidence_assembly import failed_bundle
 from groundlock.policies.model import Policy
-from groundlock.prompts.template import PromptTemplate, load_template
+from groundlock.prompts.template import PromptTemplate
 
 __all__ = [
     "advanced",
@@ -76,7 +76,7 @@ def unbuilt_prompt(
     It still names the template and the refusal of ``policy``: what a prompt would have
     been built from, and what a request without one answers.
     """
-    template = template if template is not None else load_template(policy.prompt_template)
+    template = template if template is not None else policy.template
     return PromptBuildResult(
         build_status=status,
         reason_code=reason,

@@ -58,7 +58,6 @@ from groundlock.lakehouse.chunking import (
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
 from groundlock.policies import Policy, load_policy
 from groundlock.policies.loader import DEFAULT_POLICY
-from groundlock.policies.ruleset import load_ruleset
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import query_dicts
 
@@ -507,7 +506,7 @@ class _RowChecks:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.grammar: CitationGrammar = load_ruleset(policy.firewall_ruleset).grammar
+        self.grammar: CitationGrammar = policy.grammar
         self.signature = hashlib.sha256(
             repr((_CHECKS_VERSION, policy.allowed_knowledge_types, self.grammar.name)).encode()
         ).hexdigest()[:16]

@@ -20,15 +20,17 @@ from pydantic import ValidationError
 from groundlock._caches import memoized
 from groundlock.errors import PolicyError
 from groundlock.policies.model import Policy
-from groundlock.text.tokens import get_token_counter
+from groundlock.policies.resolved import ResolvedPolicy, resolve_policy
 
 __all__ = [
     "DEFAULT_POLICY",
+    "ResolvedPolicy",
     "available_policies",
     "check_policy_identity",
     "load_policy",
     "lock_policy",
     "policy_lock_value",
+    "resolve_policy",
 ]
 
 DEFAULT_POLICY = "R2_POLICY_V3"
@@ -128,47 +130,8 @@ def load_policy(policy: str | os.PathLike[str] = DEFAULT_POLICY) -> Policy:
             f"policy file {path.name!r} declares policy_version {loaded.policy_version!r}; "
             "the file name and the version must agree"
         )
-    get_token_counter(loaded.token_encoding)
-    _check_ruleset(loaded, path.name)
+    resolve_policy(loaded, path.name)
     return loaded
-
-
-def _check_ruleset(policy: Policy, file_name: str) -> None:
-    from groundlock.policies.ruleset import (  # noqa: PLC0415  (loaded only when checked)
-        RulesetError,
-        check_modes,
-        load_ruleset,
-    )
-
-    try:
-        ruleset = load_ruleset(policy.firewall_ruleset)
-        check_modes(ruleset, policy.firewall_modes)
-    except RulesetError as exc:
-        raise PolicyError(f"policy {file_name!r}: {exc}") from exc
-    from groundlock.prompts.template import (  # noqa: PLC0415  (loaded only when checked)
-        PromptTemplateError,
-        load_template,
-    )
-
-    try:
-        template = load_template(policy.prompt_template)
-    except PromptTemplateError as exc:
-        raise PolicyError(f"policy {file_name!r}: {exc}") from exc
-    if template.has_history != (policy.history is not None):
-        raise PolicyError(
-            f"policy {file_name!r}: a history window needs a template with a history section, "
-            "and a template with one needs a history window"
-        )
-    if policy.history is not None and policy.sanitization_mode == "safe_normalize_v1":
-        raise PolicyError(
-            f"policy {file_name!r}: a history window needs safe_normalize_v2 (v1 does not "
-            "neutralise the history section's fence tags)"
-        )
-    if ruleset.grammar.name != "bracket_c" and policy.sanitization_mode == "safe_normalize_v1":
-        raise PolicyError(
-            f"policy {file_name!r}: ruleset {ruleset.name!r} cites in {ruleset.grammar.name}, "
-            "whose marker shapes only safe_normalize_v2 neutralises in evidence"
-        )
 
 
 @memoized(None)

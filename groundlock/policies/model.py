@@ -11,11 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 from decimal import ROUND_FLOOR, Decimal
-from typing import Annotated, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Literal, Self
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from groundlock._frozen import FrozenModel, cached_property
+from groundlock.policies.resolved import ResolvedPolicy, resolve_policy
+
+if TYPE_CHECKING:
+    from groundlock.citations import CitationGrammar
+    from groundlock.policies.ruleset import Ruleset
+    from groundlock.prompts.template import PromptTemplate
+    from groundlock.text.sentences import Segmenter
+    from groundlock.text.tokens import TokenCounter
 
 __all__ = [
     "ConfidenceThresholds",
@@ -26,6 +34,7 @@ __all__ = [
     "QueryTypeBudget",
     "SupportJudgeSettings",
 ]
+
 
 _Positive = Annotated[StrictInt, Field(ge=1)]
 _Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
@@ -301,6 +310,41 @@ class Policy(FrozenModel):
         """
         exact = Decimal(str(self.max_chunk_token_ratio)) * self.max_evidence_tokens
         return int(exact.to_integral_value(rounding=ROUND_FLOOR))
+
+    @property
+    def resolved(self) -> ResolvedPolicy:
+        """Everything this policy names, loaded and cross-checked once per content.
+
+        Built by ``policies.resolved.resolve_policy`` (``load_policy`` already did it); read
+        through the shortcuts below, so that the stages and pure functions take the parts
+        from the policy they were given instead of looking them up by name.
+        """
+        return resolve_policy(self)
+
+    @property
+    def ruleset(self) -> Ruleset:
+        """The firewall ruleset ``firewall_ruleset`` names, loaded and verified."""
+        return self.resolved.ruleset
+
+    @property
+    def grammar(self) -> CitationGrammar:
+        """The citation grammar the policy's answers cite in (its ruleset's)."""
+        return self.resolved.ruleset.grammar
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The frozen prompt template ``prompt_template`` names."""
+        return self.resolved.template
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter of ``token_encoding``."""
+        return self.resolved.token_counter
+
+    @property
+    def segmenter(self) -> Segmenter:
+        """How answers and evidence are split into sentences (its ruleset's)."""
+        return self.resolved.ruleset.segmenter
 
     def __hash__(self) -> int:
         # The content hash is the policy's identity (and ``firewall_modes``, a dict, would

@@ -49,10 +49,13 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Assembled, Outcome
 from groundlock.core.intake import salvage_identity
 from groundlock.core.skipped import advanced, failed_state
-from groundlock.policies.loader import DEFAULT_POLICY, check_policy_identity, load_policy
+from groundlock.policies.loader import (
+    DEFAULT_POLICY,
+    check_policy_identity,
+    load_policy,
+    resolve_policy,
+)
 from groundlock.policies.model import Policy
-from groundlock.prompts.template import load_template
-from groundlock.text.tokens import get_token_counter
 
 __all__ = ["ALL_OUTCOMES", "PolicyStage", "Stage", "StateStage", "describe_invalid"]
 
@@ -218,8 +221,7 @@ class PolicyStage(Stage[InputT, OutputT]):
         policy = load_policy(value) if isinstance(value, str) else value
         if isinstance(policy, Policy):
             check_policy_identity(policy)
-            get_token_counter(policy.token_encoding)
-            load_template(policy.prompt_template)
+            resolve_policy(policy)  # its ruleset, template and tokenizer, checked once
         return policy
 
 

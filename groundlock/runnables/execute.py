@@ -51,7 +51,6 @@ from groundlock.core.prompt_build import build_prompt, check_outside_bundle
 from groundlock.core.skipped import unanswered
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import ExecutionLimits, Policy
-from groundlock.prompts.template import load_template
 from groundlock.providers.chat import ModelReply, model_matches, pin_model, read_reply
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
@@ -178,7 +177,7 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         prompt = state.prompt
         if prompt.refusal_text != self.policy.refusal_text:
             return _integrity("prompt: demands another refusal text than this stage's policy")
-        template = load_template(self.policy.prompt_template)
+        template = self.policy.template
         if (prompt.template_version, prompt.template_sha256) != (template.version, template.sha256):
             built = f"built from {prompt.template_version}, not {template.version}"
             return _integrity(f"prompt: {built}")

@@ -56,7 +56,6 @@ from groundlock.core.prompt_build import checked_question
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.runnables._stage import PolicyStage
 from groundlock.stores.readers import TrailDamaged
-from groundlock.text.tokens import get_token_counter
 
 __all__ = ["REQUEST_FIELDS", "RetrievalFront"]
 
@@ -315,7 +314,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
         probe = read_bundle(self._candidate(request, [], 0, None), self.policy.input_limits)
         if isinstance(probe, Rejection):
             return probe
-        counter = get_token_counter(self.policy.token_encoding)
+        counter = self.policy.token_counter
         question = checked_question(probe.user_question, self.policy, counter)
         if isinstance(question, tuple):
             return Rejection(*question, probe.request_id, probe.run_id)

@@ -29,7 +29,7 @@ from groundlock.core.firewall.refusal import RefusalForm
 from groundlock.core.firewall.registry import rules_of
 from groundlock.core.firewall.rule import Context
 from groundlock.policies.model import Policy
-from groundlock.policies.ruleset import Ruleset, load_ruleset
+from groundlock.policies.ruleset import Ruleset
 
 __all__ = [
     "failed_validation",
@@ -49,7 +49,7 @@ def validate_answer(state: Answered, policy: Policy) -> ValidationResult:
     execution = state.execution
     if state.outcome.status is GenerationStatus.FAILED:
         return upstream_failure(state)
-    ruleset = load_ruleset(policy.firewall_ruleset)
+    ruleset = policy.ruleset
     ctx = Context(
         execution=execution,
         bundle=state.bundle,

@@ -32,7 +32,6 @@ from groundlock.contracts.validation import (
 from groundlock.core.firewall.parsed import LineKind, parse_answer
 from groundlock.errors import GroundlockError
 from groundlock.policies.model import Policy, SupportJudgeSettings
-from groundlock.policies.ruleset import load_ruleset
 
 __all__ = [
     "JudgePrompt",
@@ -112,7 +111,7 @@ def judge_questions(
         or result.generation_status is not GenerationStatus.OK
     ):
         return ()
-    ruleset = load_ruleset(policy.firewall_ruleset)
+    ruleset = policy.ruleset
     entries = {e.anchor: e for e in bundle.selected_evidence}
     grammar = ruleset.grammar.bound(bundle.selected_evidence)
     answer = parse_answer(result.validated_answer_text, entries, grammar, ruleset.segmenter)

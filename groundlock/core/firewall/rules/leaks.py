@@ -19,7 +19,7 @@ from groundlock.core.firewall.lexicon import apostrophes, folded_id, one_search,
 from groundlock.core.firewall.lookalikes import fold_lookalikes
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.policies.ruleset import Ruleset
-from groundlock.prompts.template import load_template
+from groundlock.prompts.template import PromptTemplate
 from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 
@@ -100,9 +100,10 @@ def _bounded_in(token: str, text: str, joining: str) -> bool:
 
 
 @memoized(None)
-def _template_ngrams(version: str, size: int) -> tuple[frozenset[tuple[str, ...]], frozenset[str]]:
+def _template_ngrams(
+    template: PromptTemplate, size: int
+) -> tuple[frozenset[tuple[str, ...]], frozenset[str]]:
     """The template's word n-grams, and their first words (most words open none)."""
-    template = load_template(version)
     grams: set[tuple[str, ...]] = set()
     for section in template.sections:
         for part in (section.before, section.after):
@@ -124,7 +125,7 @@ class MetadataLeak:
     def check(self, reading: Reading, ctx: Context) -> Iterator[Finding]:
         """The prompt's rules repeated first, then sentence by sentence."""
         size = int(ctx.ruleset.param("template_ngram_words"))
-        grams, openers = _template_ngrams(ctx.policy.prompt_template, size)
+        grams, openers = _template_ngrams(ctx.policy.template, size)
         if ctx.ruleset.params.get("template_ngrams_without_markers"):
             # The presets' templates show a marker as an example: an answer citing a file of
             # that name repeats the template's words in its markers, not its instructions.
