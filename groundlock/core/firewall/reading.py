@@ -22,7 +22,7 @@ from functools import cached_property
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.core.firewall.entities import Name
-from groundlock.core.firewall.facts import Facts, facts, prefixes_of, stem, stems, stopwords
+from groundlock.core.firewall.facts import Facts, facts, stem, stems, stopwords
 from groundlock.core.firewall.frames import without_frames
 from groundlock.core.firewall.lexicon import words
 from groundlock.core.firewall.parsed import LineKind, ParsedAnswer, Sentence
@@ -31,10 +31,12 @@ from groundlock.core.firewall.rule import Context
 from groundlock.core.firewall.superseded import reports_history
 from groundlock.core.firewall.support import (
     Located,
+    RequestEvidence,
     Source,
     SupportView,
     locate_names,
     locate_values,
+    request_evidence,
     support_view,
 )
 from groundlock.core.firewall.values import Value
@@ -55,6 +57,9 @@ class SentenceReading:
     answer_cited: tuple[SelectedEvidence, ...]
     """What the whole answer cites: an uncited heading or label is read against it."""
     ctx: Context
+    request: Reading
+    """The answer's reading, which holds what every sentence shares (the request's
+    evidence, looked up once)."""
 
     @property
     def number(self) -> int:
@@ -101,9 +106,20 @@ class SentenceReading:
         return bool(self.sentence.cited) or self.sentence.kind is not LineKind.TEXT
 
     @cached_property
+    def words(self) -> tuple[str, ...]:
+        """Its caseless words, in order: read once, for every rule that counts words."""
+        return tuple(words(self.sentence.text))
+
+    @cached_property
+    def content_words(self) -> frozenset[str]:
+        """Its words that are not the ruleset's stop words."""
+        stop = stopwords(self.ctx.ruleset)
+        return frozenset(w for w in self.words if w not in stop)
+
+    @cached_property
     def view(self) -> SupportView:
         """The evidence it may draw on, by source."""
-        return support_view(self.sentence, self.answer_cited, self.ctx)
+        return support_view(self.sentence, self.answer_cited, self.request.evidence)
 
     @cached_property
     def values(self) -> tuple[Located[Value], ...]:
@@ -176,11 +192,11 @@ class SentenceReading:
         """
         view = self.view
         question = view.question
-        q_prefixes = prefixes_of(question.statements)
+        q_prefixes = self.request.evidence.question_prefixes
         known = set(question.words).union(*(f.words for f in view.cited))
         prefixes = set(q_prefixes).union(*(f.prefixes for f in view.cited))
         stop = stopwords(self.ctx.ruleset)
-        said = [w for w in dict.fromkeys(words(self.sentence.text)) if w not in stop]
+        said = [w for w in dict.fromkeys(self.words) if w not in stop]
         if not said:
             return 1.0, 0, 0
 
@@ -253,7 +269,15 @@ class Reading:
         sentences = self.answer.sentences
         if self.ctx.ruleset.has("frames"):
             sentences = tuple(_claim(s, self.ctx) for s in sentences)
-        return tuple(SentenceReading(s, cited, self.ctx) for s in sentences)
+        return tuple(SentenceReading(s, cited, self.ctx, self) for s in sentences)
+
+    @cached_property
+    def evidence(self) -> RequestEvidence:
+        """The facts of the request's entries and question, looked up once an answer.
+
+        Lazy: the form-only ruleset never asks for a sentence's view and must not pay.
+        """
+        return request_evidence(self.ctx)
 
     @cached_property
     def refusal(self) -> Refusal:

@@ -129,7 +129,7 @@ class MetadataLeak:
         if ctx.ruleset.params.get("template_ngrams_without_markers"):
             # The presets' templates show a marker as an example: an answer citing a file of
             # that name repeats the template's words in its markers, not its instructions.
-            said = [word for sentence in reading.sentences for word in words(sentence.text)]
+            said = [word for sentence in reading.sentences for word in sentence.words]
         else:
             said = words(reading.text)
         if any(

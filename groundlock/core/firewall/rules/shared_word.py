@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.facts import stopwords
-from groundlock.core.firewall.lexicon import content_words, entry_content_words
+from groundlock.core.firewall.lexicon import entry_content_words
 from groundlock.core.firewall.parsed import LineKind
 from groundlock.core.firewall.rule import Context, Finding
 
@@ -43,6 +43,6 @@ class NoSharedWord:
             supported = set().union(
                 *(entry_content_words(e.sanitized_text, stop) for e in sentence.cited)
             )
-            if not content_words(sentence.text, stop) & supported:
+            if not sentence.content_words & supported:
                 message = f"answer: sentence {sentence.number} shares no word with what it cites"
                 yield Finding(self.name, self.reason, message, sentence.number)
