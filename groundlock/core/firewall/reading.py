@@ -25,6 +25,7 @@ from groundlock.core.firewall.entities import Name
 from groundlock.core.firewall.facts import Facts, facts, stem, stems, stopwords
 from groundlock.core.firewall.frames import without_frames
 from groundlock.core.firewall.lexicon import words
+from groundlock.core.firewall.lookalikes import fold_lookalikes
 from groundlock.core.firewall.parsed import LineKind, ParsedAnswer, Sentence
 from groundlock.core.firewall.refusal import Refusal, refusal_of
 from groundlock.core.firewall.rule import Context
@@ -40,6 +41,7 @@ from groundlock.core.firewall.support import (
     support_view,
 )
 from groundlock.core.firewall.values import Value
+from groundlock.text.fold import fold
 
 __all__ = ["Reading", "SentenceReading"]
 
@@ -104,6 +106,18 @@ class SentenceReading:
         whole answer cites).
         """
         return bool(self.sentence.cited) or self.sentence.kind is not LineKind.TEXT
+
+    @cached_property
+    def unmasked(self) -> str:
+        """``text`` with look-alike letters made ASCII (from ``firewall_v2``; else ``text``)."""
+        return fold_lookalikes(self.sentence.text, self.ctx.ruleset)
+
+    @cached_property
+    def unmasked_folded(self) -> str:
+        """``unmasked`` folded: how the leak and meta patterns read it, once for both rules."""
+        if not self.ctx.ruleset.entries("lookalikes"):
+            return self.sentence.folded
+        return fold(self.unmasked)
 
     @cached_property
     def words(self) -> tuple[str, ...]:

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, ClassVar
 from groundlock._caches import memoized
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.core.firewall.lexicon import apostrophes, folded_id, one_search, plain, words
-from groundlock.core.firewall.lookalikes import fold_lookalikes
 from groundlock.core.firewall.rule import Context, Finding
 from groundlock.policies.ruleset import Ruleset
 from groundlock.prompts.template import PromptTemplate
-from groundlock.text.fold import fold
 from groundlock.text.sanitize import FENCE_TAG_NAMES
 
 if TYPE_CHECKING:
@@ -50,11 +48,9 @@ def _reading(sentence: SentenceReading, ctx: Context) -> str:
     """The sentence as the leak and meta patterns read it: folded.
 
     From ``firewall_v2`` look-alike letters are made ASCII first (``\u0435vidence`` with a
-    Cyrillic e).
+    Cyrillic e). Read once a sentence and shared by both rules (``ctx`` is the sentence's).
     """
-    if not ctx.ruleset.entries("lookalikes"):
-        return sentence.folded
-    return fold(fold_lookalikes(sentence.text, ctx.ruleset))
+    return sentence.unmasked_folded
 
 
 _SEPARATORS_RE = re.compile(r"[\W_]+")
@@ -68,21 +64,32 @@ def _without_separators(text: str) -> str:
     return _SEPARATORS_RE.sub("", text)
 
 
-def _spelled_apart(sentence: SentenceReading, ids: set[str], ctx: Context) -> bool:
+def _spelled_apart(sentence: SentenceReading, compact_ids: tuple[str, ...], ctx: Context) -> bool:
     """From ``firewall_v2``: an id written with other separators, compared without any.
 
-    ``amm 29 11 00 c004``, ``amm_29_11_00_c004``, non-breaking hyphens.
+    ``amm 29 11 00 c004``, ``amm_29_11_00_c004``, non-breaking hyphens. ``compact_ids``:
+    the request's ids long enough to tell (:func:`_compact_ids`), reduced once an answer.
     """
-    if not ctx.ruleset.entries("lookalikes"):
+    if not compact_ids or not ctx.ruleset.entries("lookalikes"):
         return False
     compact = _SEPARATORS_RE.sub("", _reading(sentence, ctx).casefold())
-    cited = [_without_separators(plain(e.sanitized_text)) for e in sentence.cited]
-    for identifier in ids:
-        wanted = _without_separators(identifier)
-        long_enough = len(wanted) >= 6 and any(c.isdigit() for c in wanted)
-        if long_enough and wanted in compact and not any(wanted in text for text in cited):
-            return True
+    cited: list[str] | None = None
+    for wanted in compact_ids:
+        if wanted in compact:
+            if cited is None:
+                cited = [_without_separators(plain(e.sanitized_text)) for e in sentence.cited]
+            if not any(wanted in text for text in cited):
+                return True
     return False
+
+
+def _compact_ids(ids: set[str]) -> tuple[str, ...]:
+    """The request's ids without separators, those :func:`_spelled_apart` looks for.
+
+    Six characters or more, with a digit. Reduced once an answer, not once a sentence.
+    """
+    found = (_without_separators(identifier) for identifier in ids)
+    return tuple(w for w in found if len(w) >= 6 and any(c.isdigit() for c in w))
 
 
 def cited_contain(sentence: SentenceReading, phrase: str) -> bool:
@@ -146,10 +153,13 @@ class MetadataLeak:
             for e in ctx.entries.values()
             for i in ((e.chunk_id,) if public else (e.chunk_id, e.knowledge_id))
         }
+        compact_ids = _compact_ids(ids)
         for s in reading.sentences:
-            yield from self._sentence(s, ids, ctx)
+            yield from self._sentence(s, ids, compact_ids, ctx)
 
-    def _sentence(self, s: SentenceReading, ids: set[str], ctx: Context) -> Iterator[Finding]:
+    def _sentence(
+        self, s: SentenceReading, ids: set[str], compact_ids: tuple[str, ...], ctx: Context
+    ) -> Iterator[Finding]:
         where = f"answer: sentence {s.number}"
         folded = _reading(s, ctx)
         # (Header syntax holds "_id" or "|", section syntax "<" or "===": most sentences
@@ -160,7 +170,7 @@ class MetadataLeak:
             yield Finding(self.name, self.reason, f"{where}: prompt section syntax", s.number)
         caseless = folded.casefold()
         if any(_bounded_in(i, caseless, r"\w-") and not cited_contain(s, i) for i in ids) or (
-            _spelled_apart(s, ids, ctx)
+            _spelled_apart(s, compact_ids, ctx)
         ):
             message = f"{where}: an internal chunk or knowledge id"
             yield Finding(self.name, self.reason, message, s.number)
@@ -232,7 +242,7 @@ class MetaCommentary:
         for s in reading.sentences:
             where = f"answer: sentence {s.number}"
             folded = _reading(s, ctx)
-            written = fold_lookalikes(s.text, ctx.ruleset)
+            written = s.unmasked
             if tag.search(folded):
                 yield Finding(self.name, self.reason, f"{where}: a reasoning trace", s.number)
             # None of the folded patterns matches: only the first-person one (last) can.
