@@ -37,10 +37,19 @@ V = TypeVar("V")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["CacheInfo", "Memoized", "WeightedLRU", "cache_report", "clear_caches", "memoized"]
+__all__ = [
+    "CacheInfo",
+    "Memoized",
+    "WeightedLRU",
+    "cache_report",
+    "clear_caches",
+    "memoized",
+    "registered_dict",
+]
 
 _FUNCTION_CACHES: dict[str, Memoized[Any]] = {}
 _WEIGHTED: weakref.WeakValueDictionary[str, WeightedLRU[Any, Any]] = weakref.WeakValueDictionary()
+_DICTS: dict[str, dict[Any, Any]] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -199,6 +208,19 @@ def clear_caches() -> None:
         function.cache_clear()
     for cache in weighted:
         cache.clear()
+    with _REGISTRY_LOCK:
+        for table in _DICTS.values():
+            table.clear()
+
+
+def registered_dict(name: str) -> dict[Any, Any]:
+    """A plain dict that :func:`clear_caches` empties, for a cache filled by hand.
+
+    For values built from other caches' results (a resolved policy holds the loaded
+    ruleset): cleared with them, it never hands out an object they no longer would.
+    """
+    with _REGISTRY_LOCK:
+        return _DICTS.setdefault(name, {})
 
 
 def cache_report() -> dict[str, CacheInfo]:

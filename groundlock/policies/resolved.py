@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from groundlock._caches import registered_dict
 from groundlock.errors import PolicyError
 from groundlock.text.tokens import TokenCounter, get_token_counter
 
@@ -55,10 +56,11 @@ class ResolvedPolicy:
         return self.ruleset.segmenter
 
 
-_RESOLVED: dict[str, ResolvedPolicy] = {}
+_RESOLVED: dict[str, ResolvedPolicy] = registered_dict(__name__ + "._RESOLVED")
 """Resolved policies by content hash, filled by :func:`resolve_policy`.
 
-Kept outside the instance so that pickling or deep-copying a policy (Spark ships one to
+Emptied by ``clear_caches`` with the loaders' caches it is built from. Kept outside
+the instance so that pickling or deep-copying a policy (Spark ships one to
 every executor) carries its values, not a loaded ruleset and tokenizer.
 """
 

@@ -110,3 +110,13 @@ def test_the_name_check_sees_a_lookup(tmp_path: Path) -> None:
         "    return load_ruleset(policy.firewall_ruleset).grammar\n"
     )
     assert _calls_by_name(probe, tmp_path) == ["core/probe.py:3 load_ruleset"]
+
+
+def test_clearing_the_caches_clears_the_resolution_with_them() -> None:
+    from groundlock._caches import clear_caches  # noqa: PLC0415
+
+    policy = load_policy("R2_POLICY_V3")
+    before = policy.ruleset
+    clear_caches()
+    assert policy.ruleset is load_ruleset(policy.firewall_ruleset)
+    assert policy.ruleset is not before  # the loader's cache was emptied, and so was ours
