@@ -25,8 +25,15 @@ from groundlock import _lc
 
 PACKAGE = Path(groundlock.__file__).parent
 LC_MODULE = PACKAGE / "_lc.py"
-# Protected names of Runnable meant for subclasses (the issue names them public API).
-SUBCLASS_API = {"_call_with_config", "_acall_with_config"}
+# Protected names of Runnable meant for subclasses (the issue names them public API; the
+# stream helpers' docstrings say "Use this to implement stream or transform in Runnable
+# subclasses").
+SUBCLASS_API = {
+    "_call_with_config",
+    "_acall_with_config",
+    "_transform_stream_with_config",
+    "_atransform_stream_with_config",
+}
 
 
 def test_the_installed_langchain_has_the_shape_groundlock_relies_on() -> None:

@@ -210,6 +210,11 @@ class ValidationRow(_RequestRow):
     """What the caller received (status, reason, answer, cited chunks), hashed; the same in
     both rows of a request. A later execution under a stored key that received something
     else is recorded under ``<run_id>~<first 16 hex digits>``, never dropped."""
+    stream_mode: _Id | None = None
+    """``buffered`` or ``progressive`` for a streamed request; null for ``invoke``."""
+    streamed_before_verdict: tuple[_Text, ...] | None = None
+    """A progressive stream's sentences that reached the reader before the final verdict,
+    as emitted: on a FAILED row, what the reader was shown and told to withdraw."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:

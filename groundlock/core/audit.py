@@ -30,9 +30,18 @@ _MAX_METADATA = 512
 
 
 def audit_rows(
-    state: Judged, metadata: Mapping[str, object], *, version: str, policy: Policy
+    state: Judged,
+    metadata: Mapping[str, object],
+    *,
+    version: str,
+    policy: Policy,
+    streamed: tuple[str, ...] | None = None,
 ) -> tuple[ValidationRow, QueryRow]:
-    """The validation and query rows of ``state`` (judged under ``policy``), stamped now."""
+    """The validation and query rows of ``state`` (judged under ``policy``), stamped now.
+
+    ``streamed``: for a streamed request, the sentences emitted before the final verdict
+    (empty under a buffered policy); None for ``invoke``.
+    """
     response = package_response(state, policy)
     summary = request_summary(state, response)
     bundle, prompt, execution, result = (
@@ -81,6 +90,8 @@ def audit_rows(
             "query_type": bundle.query_type,
             "history_turns_given": len(bundle.history),
             "history_turns_kept": prompt.history_turns_kept,
+            "stream_mode": policy.stream_mode if streamed is not None else None,
+            "streamed_before_verdict": streamed or None,
         }
     )
     dropped = bundle.metrics.dropped_rows if bundle.metrics else ()

@@ -91,6 +91,7 @@ _LATER_FIELDS = (
     "confidence",
     "query_types",
     "history",
+    "stream_mode",
 )
 """Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
 
@@ -224,6 +225,12 @@ class Policy(FrozenModel):
     of the contract always enforce."""
     support_judge: SupportJudgeSettings | None = None
     """An optional support judge after the deterministic rules (None: no judge)."""
+    stream_mode: Literal["buffered", "progressive"] = "buffered"
+    """How a streamed request releases its sentences (``chain.stream``). ``buffered``: none
+    until the whole answer has passed R5 (and, with a store, is recorded), then all of them.
+    ``progressive``: each once it and the sentences before it pass the rules about them;
+    if the answer fails after all, the stream ends with a retraction of what was emitted
+    (see :mod:`groundlock.contracts.stream`)."""
     min_support_coverage: _Fraction = 0.5
     """Rule ``support_coverage``: a cited sentence less than this share of whose content
     words occur in the entries it cites is a finding (a flag in the default policy)."""

@@ -66,11 +66,14 @@ def pin_model(
     *,
     allow_provider_storage: bool = False,
     output_tokens: int | None = None,
+    streamed: bool = False,
 ) -> tuple[BaseChatModel, PinnedModel]:
     """Return ``model`` rebuilt with the policy's pinned settings, and the record of them.
 
     ``output_tokens`` is the output cap to pin (a query type's budget); by default the
-    policy's ``reserved_output_tokens``.
+    policy's ``reserved_output_tokens``. ``streamed``: the twin R4 streams from in
+    ``chain.stream`` (its ``stream`` is the provider's stream, not one ``invoke``); every
+    other pin, and so the record, is the same.
 
     Raises:
         ModelPinningError: ``model`` is not a plain chat model, a pin does not stick, or a
@@ -89,7 +92,9 @@ def pin_model(
         check_openai_shape()
         _refuse_pin_overrides(model)
     cap = output_tokens if output_tokens is not None else policy.reserved_output_tokens
-    pinned = _rebuild(model, policy, cap, allow_provider_storage=allow_provider_storage)
+    pinned = _rebuild(
+        model, policy, cap, allow_provider_storage=allow_provider_storage, streamed=streamed
+    )
     if openai:
         _check_same_endpoint(model, pinned)
         _check_openai_request(pinned, cap)
@@ -173,7 +178,12 @@ def _default_api(model: BaseChatModel) -> bool:
 
 
 def _rebuild(
-    model: BaseChatModel, policy: Policy, output_tokens: int, *, allow_provider_storage: bool
+    model: BaseChatModel,
+    policy: Policy,
+    output_tokens: int,
+    *,
+    allow_provider_storage: bool,
+    streamed: bool = False,
 ) -> BaseChatModel:
     fields = type(model).model_fields
     kept = {
@@ -191,9 +201,10 @@ def _rebuild(
     if timeout := _first_field(fields, _TIMEOUT_FIELDS):
         pins[timeout] = policy.execution.attempt_timeout_seconds
     if "disable_streaming" in fields:
-        # The full answer is validated before anything leaves, so the request is the same
-        # whether the chain is invoked or streamed (astream_events would otherwise stream).
-        pins["disable_streaming"] = True
+        # ``invoke`` never streams (a streaming handler in the config would otherwise turn
+        # the call into a stream); the streamed twin streams only when R4 calls ``stream``,
+        # inside a stage run whose event-stream readers are removed: tokens go to R5 only.
+        pins["disable_streaming"] = not streamed
     if "streaming" in fields:
         # disable_streaming only steers LangChain's own choice; an integration whose
         # _generate streams when streaming=True (ChatAnthropic does) would still hand every

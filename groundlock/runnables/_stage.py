@@ -24,10 +24,11 @@ Everything generic is here, once:
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import traceback
-from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -56,6 +57,7 @@ from groundlock.policies.loader import (
     resolve_policy,
 )
 from groundlock.policies.model import Policy
+from groundlock.runnables._streaming import subject_of
 
 __all__ = ["ALL_OUTCOMES", "PolicyStage", "Stage", "StateStage", "describe_invalid"]
 
@@ -66,14 +68,35 @@ OutputT = TypeVar("OutputT")
 StateT = TypeVar("StateT", bound=Assembled)
 T = TypeVar("T")
 ManagerT = TypeVar("ManagerT")
+A = TypeVar("A")
 
 _MAX_METADATA_ID = 200
 ALL_OUTCOMES = frozenset(GenerationStatus)
 """``runs_on`` for a stage that runs whatever happened before it (the audit step, R6)."""
 
 
+_NOTHING: Any = object()
+
+
 class Stage(RunnableSerializable[InputT, OutputT]):
     """Base class of the pipeline stages (not part of the public API)."""
+
+    streams: ClassVar[bool] = False
+    """Whether the stage works on a stream in ``chain.stream`` (R4 on: see
+    :mod:`groundlock.runnables._streaming`); the others read their whole input first, as
+    LangChain's default ``transform`` does."""
+
+    def _stream(
+        self, first: object, rest: Iterator[object], config: RunnableConfig
+    ) -> Iterator[Any]:
+        """The stage's work on a stream whose first item is ``first``."""
+        raise NotImplementedError
+
+    def _astream(
+        self, first: object, rest: AsyncIterator[object], config: RunnableConfig
+    ) -> AsyncIterator[Any]:
+        """Async twin of ``_stream``."""
+        raise NotImplementedError
 
     def _work(self, stage_input: object, config: RunnableConfig) -> OutputT:
         """The stage's work; ``config`` is the stage run's child config."""
@@ -118,6 +141,87 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     ) -> OutputT:
         config = self._configured(input, config, asynchronous=True)
         return await self._acall_with_config(_read_once(self._aguarded, _AGUARDED), input, config)
+
+    @override
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        if not self.streams:
+            yield from super().stream(input, config, **kwargs)
+            return
+        yield from self.transform(iter([input]), config, **kwargs)
+
+    @override
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        if not self.streams:
+            async for item in super().astream(input, config, **kwargs):
+                yield item
+            return
+        async for item in self.atransform(_one(input), config, **kwargs):
+            yield item
+
+    @override
+    def transform(
+        self, input: Iterator[Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        if not self.streams:
+            yield from super().transform(input, config, **kwargs)
+            return
+        items = iter(input)
+        first = next(items, _NOTHING)
+        if first is _NOTHING:
+            return
+        config = self._configured(subject_of(first), config, asynchronous=False)
+        guarded = _read_once(self._guarded_stream, _GUARDED_STREAM)
+        yield from self._transform_stream_with_config(
+            itertools.chain([first], items), guarded, config
+        )
+
+    @override
+    async def atransform(
+        self, input: AsyncIterator[Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        if not self.streams:
+            async for item in super().atransform(input, config, **kwargs):
+                yield item
+            return
+        items = aiter(input)
+        first = await anext(items, _NOTHING)
+        if first is _NOTHING:
+            return
+        config = self._configured(subject_of(first), config, asynchronous=True)
+        guarded = _read_once(self._aguarded_stream, _AGUARDED_STREAM)
+        async for item in self._atransform_stream_with_config(
+            cast("AsyncIterator[InputT]", _prepend(first, items)), guarded, config
+        ):
+            yield item
+
+    def _guarded_stream(
+        self,
+        items: Iterator[object],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        first = next(items)
+        try:
+            yield from self._stream(first, items, config)
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            yield self._failed_by_bug(subject_of(first), exc)
+
+    async def _aguarded_stream(
+        self,
+        items: AsyncIterator[object],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[Any]:
+        first = await anext(items)
+        try:
+            async for item in self._astream(first, items, config):
+                yield item
+        except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
+            yield self._failed_by_bug(subject_of(first), exc)
 
     # (The run manager is unused: it is in the signature so that LangChain also passes the
     # child config, whose callbacks parent whatever the stage runs.)
@@ -183,14 +287,30 @@ _GUARDED = inspect.signature(Stage._guarded).replace(
 _AGUARDED = inspect.signature(Stage._aguarded).replace(
     parameters=tuple(inspect.signature(Stage._aguarded).parameters.values())[1:]
 )
+_GUARDED_STREAM = inspect.signature(Stage._guarded_stream).replace(
+    parameters=tuple(inspect.signature(Stage._guarded_stream).parameters.values())[1:]
+)
+_AGUARDED_STREAM = inspect.signature(Stage._aguarded_stream).replace(
+    parameters=tuple(inspect.signature(Stage._aguarded_stream).parameters.values())[1:]
+)
+
+
+async def _one(item: object) -> AsyncIterator[object]:
+    yield item
+
+
+async def _prepend(first: object, rest: AsyncIterator[object]) -> AsyncIterator[object]:
+    yield first
+    async for item in rest:
+        yield item
 
 
 def _read_once(
-    method: Callable[[object, ManagerT, RunnableConfig], T], signature: inspect.Signature
-) -> Callable[[object, ManagerT, RunnableConfig], T]:
+    method: Callable[[A, ManagerT, RunnableConfig], T], signature: inspect.Signature
+) -> Callable[[A, ManagerT, RunnableConfig], T]:
     """``method`` (bound) as a plain function whose signature inspect returns as given."""
 
-    def call(stage_input: object, run_manager: ManagerT, config: RunnableConfig) -> T:
+    def call(stage_input: A, run_manager: ManagerT, config: RunnableConfig) -> T:
         return method(stage_input, run_manager, config)
 
     call.__signature__ = signature  # type: ignore[attr-defined]

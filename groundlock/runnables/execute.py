@@ -23,12 +23,12 @@ import asyncio
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, model_validator
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
@@ -55,6 +55,7 @@ from groundlock.providers.chat import ModelReply, model_matches, pin_model, read
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
 from groundlock.runnables._stage import StateStage
+from groundlock.runnables._streaming import ModelText, Opened
 
 __all__ = ["ExecuteModel"]
 
@@ -89,6 +90,9 @@ class ExecuteModel(StateStage[Prompted, Answered]):
     )
     """The same model pinned with each other output cap of the policy's query types, by cap:
     a summary's longer budget is a pin like any other, never a per-call override."""
+    stream_models: dict[int, BaseChatModel] = Field(default_factory=dict, exclude=True)
+    """The streamed twin of each pinned model, by output cap: the same pins, but its
+    ``stream`` streams (``chain.stream``); the pinned ones never stream."""
     allow_provider_storage: bool = False
     """Let the provider retain prompts (Responses API ``store``); off unless opted in."""
     sleep: Callable[[float], None] = Field(default=time.sleep, exclude=True)
@@ -119,8 +123,20 @@ class ExecuteModel(StateStage[Prompted, Answered]):
                 cap: pin_model(given, policy, allow_provider_storage=storage, output_tokens=cap)
                 for cap in policy.output_budgets[1:]
             },
+            stream_models={
+                cap: pin_model(
+                    given, policy, allow_provider_storage=storage, output_tokens=cap, streamed=True
+                )[0]
+                for cap in policy.output_budgets
+            },
         )
         return values
+
+    def streamed_for(self, state: Prompted) -> BaseChatModel:
+        """The streamed twin of :meth:`pinned_for`'s model."""
+        tokens = state.prompt.tokens
+        cap = tokens.reserved_output_tokens if tokens is not None else None
+        return self.stream_models[cap if cap is not None else self.policy.reserved_output_tokens]
 
     def pinned_for(self, state: Prompted) -> tuple[BaseChatModel, PinnedModel]:
         """The pinned model whose output cap is the budget the prompt reserved."""
@@ -161,6 +177,41 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
             return call.failed(exc)
         return call.finish(message)
+
+    streams: ClassVar[bool] = True
+
+    @override
+    def _stream(
+        self, first: object, rest: Iterator[object], config: RunnableConfig
+    ) -> Iterator[Any]:
+        """Stream the model's reply to R5: :class:`Opened`, its text, then the result.
+
+        The same pins, checks and attempts as ``invoke``, the model's own ``stream``
+        instead of ``invoke``; an attempt that has sent text is not retried (R5 has read
+        it), so a failure after the first token fails the request.
+        """
+        state = self._admitted(first)
+        if state.status not in self.runs_on:
+            yield self._passed_over(state)
+        elif state.status is GenerationStatus.NO_EVIDENCE:
+            yield self._refused(state)
+        else:
+            yield Opened(state)
+            yield from _Call(self, state).streamed(config)
+
+    @override
+    async def _astream(
+        self, first: object, rest: AsyncIterator[object], config: RunnableConfig
+    ) -> AsyncIterator[Any]:
+        state = self._admitted(first)
+        if state.status not in self.runs_on:
+            yield self._passed_over(state)
+        elif state.status is GenerationStatus.NO_EVIDENCE:
+            yield self._refused(state)
+        else:
+            yield Opened(state)
+            async for item in _Call(self, state).astreamed(config):
+                yield item
 
     @override
     def _passed_over(self, state: Prompted) -> Answered:
@@ -227,6 +278,11 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         )
 
 
+def _joined(reply: AIMessageChunk, chunk: AIMessageChunk) -> AIMessageChunk:
+    """Two chunks of one streamed reply as one (LangChain's own ``+`` of chunks)."""
+    return reply + chunk
+
+
 def _integrity(message: str) -> Outcome:
     return Outcome.failed(ReasonCode.PROMPT_INTEGRITY, message)
 
@@ -254,6 +310,8 @@ class _Call:
     deadline_hit: bool = False
     model: BaseChatModel = field(init=False)
     pinned: PinnedModel = field(init=False)
+    sent_text: bool = False
+    """Whether a streamed attempt has passed text on (then it is not retried)."""
 
     def __post_init__(self) -> None:
         self.limits = self.stage.policy.execution
@@ -336,6 +394,80 @@ class _Call:
             self._failed_attempt(attempt, messages, exc)
         return self._passed_attempt(attempt, messages, message)
 
+    # -- one streamed attempt, and the attempts of a streamed request --------------------
+    def _stream_once(self, config: RunnableConfig) -> Generator[ModelText, None, BaseMessage]:
+        messages = self._fresh_messages()
+        attempt = self._begin(messages)
+        reply: AIMessageChunk | None = None
+        try:
+            for chunk in self.model.stream(messages, config):
+                text = str(chunk.text)
+                if text:
+                    self.sent_text = True
+                    yield ModelText(text)
+                reply = chunk if reply is None else _joined(reply, chunk)
+        except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
+            self._failed_attempt(attempt, messages, exc)
+        return self._passed_attempt(attempt, messages, reply or AIMessageChunk(content=""))
+
+    def streamed(self, config: RunnableConfig) -> Iterator[ModelText | Answered]:
+        """The model's text as it arrives, then the request's result (as ``invoke``'s)."""
+        self.model = self.stage.streamed_for(self.state)
+        message: BaseMessage | None = None
+        try:
+            for attempt in Retrying(sleep=self.stage.sleep, **self.retry_policy()):
+                escaped: BaseException | None = None
+                with attempt:
+                    try:
+                        message = yield from self._stream_once(config)
+                    except Exception:
+                        raise  # the attempt's failure: tenacity's to judge
+                    except BaseException as exc:  # noqa: BLE001  (the reader closed the stream)
+                        escaped = exc  # not the model's failure: tenacity must not swallow it
+                if escaped is not None:
+                    raise escaped  # noqa: TRY301  (out of tenacity's reach, then out)
+        except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
+            yield self.failed(exc)
+            return
+        assert message is not None  # noqa: S101  (a finished attempt returned its reply)
+        yield self.finish(message)
+
+    async def astreamed(self, config: RunnableConfig) -> AsyncIterator[ModelText | Answered]:
+        """Async twin of :meth:`streamed`."""
+        self.model = self.stage.streamed_for(self.state)
+        message: BaseMessage | None = None
+        try:
+            async for attempt in AsyncRetrying(sleep=self.stage.async_sleep, **self.retry_policy()):
+                escaped: BaseException | None = None
+                with attempt:
+                    try:
+                        messages = self._fresh_messages()
+                        started = self._begin(messages)
+                        reply: AIMessageChunk | None = None
+                        try:
+                            async for chunk in self.model.astream(messages, config):
+                                text = str(chunk.text)
+                                if text:
+                                    self.sent_text = True
+                                    yield ModelText(text)
+                                reply = chunk if reply is None else _joined(reply, chunk)
+                        except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
+                            self._failed_attempt(started, messages, exc)
+                        message = self._passed_attempt(
+                            started, messages, reply or AIMessageChunk(content="")
+                        )
+                    except Exception:
+                        raise
+                    except BaseException as exc:  # noqa: BLE001  (closed or cancelled)
+                        escaped = exc
+                if escaped is not None:
+                    raise escaped  # noqa: TRY301  (out of tenacity's reach, then out)
+        except Exception as exc:  # noqa: BLE001  (every failure becomes a FAILED result)
+            yield self.failed(exc)
+            return
+        assert message is not None  # noqa: S101
+        yield self.finish(message)
+
     # -- tenacity hooks: the state is here, the decisions in groundlock.core.attempts ---
     def retry_policy(self) -> dict[str, Any]:
         """The tenacity settings shared by the sync and async paths (sleep aside)."""
@@ -348,9 +480,15 @@ class _Call:
 
     def should_retry(self, exc: BaseException) -> bool:
         # Only the failure of the attempt just made can be retried: an exception raised
-        # before sending (a prompt-integrity failure) belongs to no attempt.
+        # before sending (a prompt-integrity failure) belongs to no attempt. A streamed
+        # attempt that has sent text is not retried: R5 has read it.
         last = self.attempts[-1] if self.attempts else None
-        return last is not None and last.error is exc and is_retried(last.verdict)
+        return (
+            last is not None
+            and last.error is exc
+            and is_retried(last.verdict)
+            and not self.sent_text
+        )
 
     def wait(self, retry_state: RetryCallState) -> float:
         verdict = self.attempts[-1].verdict

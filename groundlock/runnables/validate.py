@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any, Self
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, ClassVar, Self
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -13,14 +14,16 @@ from typing_extensions import override
 
 from groundlock.contracts.enums import GenerationStatus, ValidationStatus
 from groundlock.contracts.reasons import ReasonCode
-from groundlock.contracts.state import Answered, Judged, Outcome
+from groundlock.contracts.state import Answered, Judged, Outcome, Prompted
 from groundlock.contracts.validation import JudgeRecord, JudgeVerdict, ValidationResult
 from groundlock.core.firewall import validate_answer
 from groundlock.core.firewall.judging import JudgeQuestion, judge_questions, judged, verdicts_of
 from groundlock.core.skipped import unjudged
+from groundlock.core.streaming import Release
 from groundlock.errors import GroundlockError
 from groundlock.providers.judge import ChatModelJudge
 from groundlock.runnables._stage import StateStage
+from groundlock.runnables._streaming import ModelText, Opened, Released, Withdrawn
 
 __all__ = ["ValidateAnswer"]
 
@@ -110,6 +113,72 @@ class ValidateAnswer(StateStage[Answered, Judged]):
             error = f"failed ({type(exc).__name__})"
             return _judged(state, self._record(result, questions, None, error))
         return _judged(state, self._record(result, questions, outputs, None))
+
+    streams: ClassVar[bool] = True
+
+    @override
+    def _stream(
+        self, first: object, rest: Iterator[object], config: RunnableConfig
+    ) -> Iterator[Any]:
+        """Judge a streamed answer: its sentences as they settle, the whole when it ends.
+
+        Model text stops here. What goes on is :class:`Opened`, the :class:`Released`
+        sentences (as they pass under a progressive policy, all at the end under a
+        buffered one), :class:`Withdrawn` if released ones did not survive, and the
+        ``Judged`` state ``invoke`` would return (the final verdict is always R5's on the
+        whole answer).
+        """
+        if not isinstance(first, Opened):  # the model did not stream: a whole state
+            yield from self._released(self._work(first, config), None)
+            return
+        yield first
+        release = self._release(first)
+        final: object = None
+        for item in rest:
+            if isinstance(item, ModelText):
+                yield from map(Released, release.feed(item.text))
+            else:
+                final = item
+        yield from self._released(self._work(final, config), release)
+
+    @override
+    async def _astream(
+        self, first: object, rest: AsyncIterator[object], config: RunnableConfig
+    ) -> AsyncIterator[Any]:
+        if not isinstance(first, Opened):
+            for item in self._released(await self._awork(first, config), None):
+                yield item
+            return
+        yield first
+        release = self._release(first)
+        final: object = None
+        async for item in rest:
+            if isinstance(item, ModelText):
+                for piece in release.feed(item.text):
+                    yield Released(piece)
+            else:
+                final = item
+        for item in self._released(await self._awork(final, config), release):
+            yield item
+
+    def _release(self, opened: Opened) -> Release:
+        state = opened.state
+        assert isinstance(state, Prompted)  # noqa: S101  (R4 opens a prompted request)
+        return Release(state, self.policy, progressive=self.policy.stream_mode == "progressive")
+
+    def _released(self, judged: Judged, release: Release | None) -> Iterator[object]:
+        """What follows the verdict: the sentences still to release, then the state."""
+        if release is None:
+            release = Release(judged, self.policy, progressive=False)
+            pieces, _ = release.finish(judged.validation)
+            if pieces:
+                yield Opened(judged)
+        else:
+            pieces, withdrawn = release.finish(judged.validation)
+            if withdrawn:
+                yield Withdrawn()
+        yield from map(Released, pieces)
+        yield judged
 
     @override
     def _passed_over(self, state: Answered) -> Judged:

@@ -201,8 +201,11 @@ async def test_event_streams_show_the_chain_run_only_never_a_stage_or_the_raw_an
     assert {event["name"] for event in events} == {CHAIN_NAME}
     assert events[0]["event"] == "on_chain_start"
     assert events[-1]["event"] == "on_chain_end"
-    response = events[-1]["data"]["output"]
+    response = events[-1]["data"]["output"].response  # a stream's last event: the response
     assert (response.status, response.failure_reason) == (status, reason)
+    streamed = [e["data"]["chunk"] for e in events if e["event"] == "on_chain_stream"]
+    assert streamed[-1].response == response
+    assert {chunk.type for chunk in streamed[:-1]} <= {"answer_delta"}
     assert RAW not in repr(events)
     assert CHUNK not in repr(events[1:])  # only the caller's own input carries it
     patches = [repr(patch) async for patch in chain.astream_log(bundle)]
@@ -223,7 +226,9 @@ async def test_a_chain_inside_another_streams_no_stage_to_the_outer_event_stream
     events = [event async for event in outer.astream_events(_bundle(), version="v2")]
     stages = {step.name for step in inner.steps}
     assert not {event["name"] for event in events} & {*stages, "ScriptedChatModel"}
-    assert events[-1]["data"]["output"].failure_reason is ReasonCode.METADATA_LEAK
+    output = events[-1]["data"]["output"]
+    response = output.response if nesting == "piped" else output  # streamed, or invoked
+    assert response.failure_reason is ReasonCode.METADATA_LEAK
     assert RAW not in repr(events)
 
 

@@ -212,22 +212,26 @@ def test_invoke_ainvoke_batch_abatch_stream_and_astream_agree():
     assert [_comparable(r) for r in chain.batch(BUNDLES)] == expected
     assert [_comparable(r) for r in asyncio.run(chain.abatch(BUNDLES))] == expected
     for bundle, want in zip(BUNDLES, expected, strict=True):
-        chunks = list(chain.stream(bundle))
-        assert [_comparable(c) for c in chunks] == [want]
+        # A stream ends with the response invoke returns; its deltas join into the answer.
+        events = list(chain.stream(bundle))
+        assert [_comparable(events[-1].response)] == [want]
+        deltas = [e.text for e in events[:-1] if e.type == "answer_delta"]
+        assert "".join(deltas) == (events[-1].response.answer if deltas else "")
 
-        async def collect(b: Any = bundle) -> list[PublicResponse]:
-            return [chunk async for chunk in chain.astream(b)]
+        async def collect(b: Any = bundle) -> list[Any]:
+            return [event async for event in chain.astream(b)]
 
-        assert [_comparable(c) for c in asyncio.run(collect())] == [want]
+        assert [_comparable(asyncio.run(collect())[-1].response)] == [want]
     assert len({json.dumps(e, sort_keys=True) for e in expected}) == len(BUNDLES)
 
 
 def test_a_streaming_model_streams_nothing_before_validation():
     unsafe = "Replace it weekly. ![x](https://evil.example/?q=1) [C0]"
     model = GenericFakeChatModel(messages=iter([AIMessage(unsafe)]))
-    chunks = list(grounded_answer_chain(model=model).stream(make_bundle()))
-    assert len(chunks) == 1
-    assert (chunks[0].status, chunks[0].answer) == (GenerationStatus.FAILED, "")
+    events = list(grounded_answer_chain(model=model).stream(make_bundle()))
+    assert [event.type for event in events] == ["response"]
+    assert (events[0].response.status, events[0].response.answer) == (GenerationStatus.FAILED, "")
+    assert "evil.example" not in repr(events)
 
 
 def test_a_loaded_policy_object_is_accepted_and_shared_by_every_stage():

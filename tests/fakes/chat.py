@@ -7,12 +7,14 @@ model name it reports.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -44,6 +46,58 @@ class ScriptedChatModel(BaseChatModel):
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class TokenStreamModel(BaseChatModel):
+    """Streams ``tokens`` one by one (a provider's stream), then reports its model name.
+
+    ``fail_after``: raise after that many tokens (a connection dropped mid-stream);
+    ``seconds_per_token``: how long each token takes to arrive.
+    """
+
+    tokens: list[str]
+    model_name: str = "token-stream-model"
+    temperature: float = 0.0
+    fail_after: int | None = None
+    seconds_per_token: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "token-stream"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        chunks = list(self._stream(messages, stop, run_manager, **kwargs))
+        message = AIMessage(
+            "".join(str(c.message.content) for c in chunks),
+            response_metadata={"model_name": self.model_name, "finish_reason": "stop"},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for number, token in enumerate(self.tokens):
+            if self.fail_after is not None and number == self.fail_after:
+                raise ConnectionError("the stream was cut")
+            if self.seconds_per_token:
+                time.sleep(self.seconds_per_token)
+            yield ChatGenerationChunk(message=AIMessageChunk(content=token))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                response_metadata={"model_name": self.model_name, "finish_reason": "stop"},
+            )
+        )
 
 
 class ModelCalls(BaseCallbackHandler):

@@ -90,11 +90,11 @@ async def test_async_batch_and_stream_record_like_invoke(store: DeltaAuditStore)
     await chain.ainvoke(make_bundle(request_id="a1"))
     await chain.abatch([make_bundle(request_id=f"ab{i}") for i in range(5)])
     chain.batch([make_bundle(request_id=f"b{i}") for i in range(5)])
-    assert [chunk.status for chunk in chain.stream(make_bundle(request_id="s1"))] == [
-        GenerationStatus.OK
-    ]
-    async for chunk in chain.astream(make_bundle(request_id="as1")):
-        assert chunk.status is GenerationStatus.OK
+    events = list(chain.stream(make_bundle(request_id="s1")))
+    assert [e.type for e in events[-1:]] == ["response"]
+    assert events[-1].response.status is GenerationStatus.OK
+    events = [event async for event in chain.astream(make_bundle(request_id="as1"))]
+    assert events[-1].response.status is GenerationStatus.OK
     ids = sorted(row.request_id or "" for row in _rows(store))
     expected = ["a1", "as1", "s1", *(f"ab{i}" for i in range(5)), *(f"b{i}" for i in range(5))]
     assert ids == sorted(expected)
