@@ -205,11 +205,14 @@ def _rebuild(
         # the call into a stream); the streamed twin streams only when R4 calls ``stream``,
         # inside a stage run whose event-stream readers are removed: tokens go to R5 only.
         pins["disable_streaming"] = not streamed
-    if "streaming" in fields:
+    if "streaming" in fields and not streamed:
         # disable_streaming only steers LangChain's own choice; an integration whose
         # _generate streams when streaming=True (ChatAnthropic does) would still hand every
-        # raw token of a not yet validated answer to on_llm_new_token handlers.
+        # raw token of a not yet validated answer to on_llm_new_token handlers. (The twin
+        # leaves it unset: LangChain reads an explicit streaming=False as "never stream".)
         pins["streaming"] = False
+    elif "streaming" in fields:
+        kept.pop("streaming", None)
     if "refusal_text" in fields:
         pins["refusal_text"] = policy.refusal_text
     if _is_openai_family(model):

@@ -31,7 +31,7 @@ from groundlock.runnables._streaming import Opened, Released, Withdrawn
 from groundlock.stores.archive import EvidenceArchive, evidence_row
 from groundlock.stores.sink import AuditSink, AuditUnavailable
 
-__all__ = ["AUDIT_CLAIM", "AuditClaim", "RecordValidation"]
+__all__ = ["ABANDONED_MESSAGES", "AUDIT_CLAIM", "AuditClaim", "RecordValidation"]
 
 
 @dataclass(slots=True)
@@ -39,6 +39,16 @@ class AuditClaim:
     """Whether a request's audit write has been handed to its thread (see ``AUDIT_CLAIM``)."""
 
     submitted: bool = False
+    abandoned: ReasonCode | None = None
+    """Why the caller cancels the request, set just before it does (the server's deadline,
+    a client gone): a stream abandoned mid-answer is recorded by this stage with it."""
+
+
+ABANDONED_MESSAGES = {
+    ReasonCode.DEADLINE_EXCEEDED: "serving: the request ran past the server's deadline",
+    ReasonCode.CLIENT_DISCONNECTED: "serving: the client went away before the answer",
+}
+"""The message of a request recorded as abandoned, by reason."""
 
 
 AUDIT_CLAIM: contextvars.ContextVar[AuditClaim | None] = contextvars.ContextVar(
@@ -195,8 +205,9 @@ class RecordValidation(StateStage[Judged, Judged]):
     ) -> None:
         """Record a stream its reader abandoned before the verdict: FAILED, once."""
         assert flow.opened is not None  # noqa: S101
-        message = "serving: the client went away before the answer"
-        state = flow.opened.with_outcome(Outcome.failed(ReasonCode.CLIENT_DISCONNECTED, message))
+        claim = AUDIT_CLAIM.get()
+        reason = (claim.abandoned if claim else None) or ReasonCode.CLIENT_DISCONNECTED
+        state = flow.opened.with_outcome(Outcome.failed(reason, ABANDONED_MESSAGES[reason]))
         judged = advanced(state, Judged, self.policy)
         try:
             await self._handed_over(judged, config, flow.emitted)

@@ -46,9 +46,9 @@ import json
 import os
 import uuid
 from asyncio import FIRST_COMPLETED
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -76,7 +76,12 @@ from groundlock.core.intake import raw_limit_problem
 from groundlock.core.skipped import advanced, failed_state
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import InputLimits, Policy
-from groundlock.runnables.record import AUDIT_CLAIM, AuditClaim, RecordValidation
+from groundlock.runnables.record import (
+    ABANDONED_MESSAGES,
+    AUDIT_CLAIM,
+    AuditClaim,
+    RecordValidation,
+)
 from groundlock.serve.limits import ServeLimits
 from groundlock.stores.keys import RERUN_SEPARATOR
 
@@ -90,7 +95,7 @@ __all__ = [
 ]
 
 ANSWER_PATH = "/answer"
-_ENDPOINTS = ["invoke", "batch"]
+_ENDPOINTS = ["invoke", "batch", "stream", "stream_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +243,7 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
         self, item: object, config: RunnableConfig | None, gate: asyncio.Semaphore | None
     ) -> PublicResponse:
         """One request, recorded as abandoned if cancelled before its audit write."""
-        owned, claim = _owned(item), AuditClaim()
+        owned, claim = _owned(item), self._claim()
         token = AUDIT_CLAIM.set(claim)  # (this task's context; the chain's tasks copy it)
         try:
             async with gate or contextlib.nullcontext():
@@ -282,13 +287,41 @@ class _Identified(RunnableSerializable[Any, PublicResponse]):
             raise
         return cast("list[PublicResponse]", results)
 
+    @override
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """The chain's validated stream (``/stream``, ``/stream_events``), recorded once.
+
+        A stream cancelled mid-answer (the deadline, a client gone) is recorded by the
+        chain's audit step with the gate's reason; one cancelled before its model ran is
+        recorded here, as an abandoned ``invoke`` is.
+        """
+        owned, claim = _owned(input), self._claim()
+        AUDIT_CLAIM.set(claim)  # (this request's task: its context ends with it)
+        try:
+            async for event in self.chain.astream(owned, self._told(config)):
+                yield event
+        except asyncio.CancelledError:
+            self._abandoned(owned, claim)
+            raise
+
+    @staticmethod
+    def _claim() -> AuditClaim:
+        """A new audit claim, told the gate's reason if the gate cancels the request."""
+        claim = AuditClaim()
+        fate = _FATE.get()
+        if fate is not None:
+            fate.claims.append(claim)
+        return claim
+
     def _abandoned(self, item: object, claim: AuditClaim) -> None:
         """Record a cancelled request whose audit write had not started (see the class)."""
         fate = _FATE.get()
         if self.recorder is None or fate is None or fate.reason is None or claim.submitted:
             return
         policy = self.recorder.policy
-        message = _ABANDONED_MESSAGES[fate.reason]
+        message = ABANDONED_MESSAGES[fate.reason]
         state = advanced(failed_state(item, policy, fate.reason, message), Judged, policy)
         # Synchronous, inside the cancelled task: the row is durable before the 504 goes.
         self.recorder.invoke(state, self._told(None))
@@ -299,14 +332,11 @@ class _Fate:
     """Why the gate cancelled a request's work (set just before it cancels)."""
 
     reason: ReasonCode | None = None
+    claims: list[AuditClaim] = field(default_factory=list)
+    """The audit claims of the request's runs, told the reason before the cancel."""
 
 
 _FATE: ContextVar[_Fate | None] = ContextVar("groundlock_fate", default=None)
-
-_ABANDONED_MESSAGES = {
-    ReasonCode.DEADLINE_EXCEEDED: "serving: the request ran past the server's deadline",
-    ReasonCode.CLIENT_DISCONNECTED: "serving: the client went away before the answer",
-}
 
 
 def _recorder(chain: Runnable[Any, Any]) -> RecordValidation | None:
@@ -471,6 +501,8 @@ class _Gate:
         fate.reason = (
             ReasonCode.CLIENT_DISCONNECTED if gone.is_set() else ReasonCode.DEADLINE_EXCEEDED
         )
+        for claim in fate.claims:
+            claim.abandoned = fate.reason
         work.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await work
@@ -602,8 +634,18 @@ async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
     gone.set()
 
 
-_ROUTES = {f"{ANSWER_PATH}/invoke": "invoke", f"{ANSWER_PATH}/batch": "batch"}
+_ROUTES = {
+    f"{ANSWER_PATH}/invoke": "invoke",
+    f"{ANSWER_PATH}/batch": "batch",
+    f"{ANSWER_PATH}/stream": "stream",
+    f"{ANSWER_PATH}/stream_events": "stream_events",
+}
+_EVENT_FILTERS = {
+    f"{verb}_{what}" for verb in ("include", "exclude") for what in ("names", "types", "tags")
+}
 _BODY_KEYS = {"invoke": ("input", {"input", "config", "kwargs"}),
+              "stream": ("input", {"input", "config", "kwargs"}),
+              "stream_events": ("input", {"input", "config", "kwargs", *_EVENT_FILTERS}),
               "batch": ("inputs", {"inputs", "config", "kwargs"})}  # fmt: skip
 
 
@@ -625,7 +667,13 @@ def _shape_problem(payload: dict[str, Any], route: str) -> str | None:
     items = payload[field] if route == "batch" else [payload[field]]
     if not isinstance(items, list):
         return f"{field!r} must be a JSON array of objects, not {_kind(items)}"
-    return _items_problem(items, field if route == "invoke" else None) or _options_problem(
+    for name in sorted(_EVENT_FILTERS & payload.keys()):
+        value = payload[name]
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(item, str) for item in value)
+        ):
+            return f"{name!r} must be a JSON array of strings"
+    return _items_problem(items, field if route != "batch" else None) or _options_problem(
         payload, len(items) if route == "batch" else None
     )
 

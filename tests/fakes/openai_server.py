@@ -8,6 +8,7 @@ every request is recorded with its path, headers, raw body and arrival time.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -25,6 +26,8 @@ class Reply:
     model: str = "gpt-4.1-mini-2025-04-14"
     finish: str = "stop"
     """stop | length | content_filter (mapped to the Responses API's incomplete reasons)."""
+    seconds_per_chunk: float = 0.0
+    """For a streamed request: the pause before each chunk (the text is sent word by word)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.steps: deque[Step] = deque()
         self.requests: list[Captured] = []
+        self.stream_ends: list[float] = []
+        """When each streamed reply's last byte was written (time.monotonic)."""
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -95,6 +100,10 @@ class FakeOpenAI:
     def record(self, captured: Captured) -> None:
         with self._lock:
             self.requests.append(captured)
+
+    def record_stream_end(self, at: float) -> None:
+        with self._lock:
+            self.stream_ends.append(at)
 
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()
@@ -132,7 +141,80 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(step.status, {"error": error}, step.headers)
             return
         responses = self.path.split("?")[0].endswith("/responses")
+        if json.loads(body or b"{}").get("stream"):
+            if responses:
+                self._stream_responses(step)
+            else:
+                self._stream_chat(step, json.loads(body))
+            return
         self._send(200, _responses_body(step) if responses else _chat_body(step), {})
+
+    def _stream_chat(self, reply: Reply, request: dict[str, Any]) -> None:
+        """A chat completion streamed as server-sent events, a word a chunk, as OpenAI does."""
+        words = re.findall(r"\S+\s*|\s+", reply.text)
+        chunks = [{"role": "assistant", "content": ""}] + [{"content": w} for w in words]
+        usage = (request.get("stream_options") or {}).get("include_usage")
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.close_connection = True
+            self.end_headers()
+            for index, delta in enumerate(chunks):
+                if reply.seconds_per_chunk:
+                    time.sleep(reply.seconds_per_chunk)
+                last = index == len(chunks) - 1
+                self._event(_chat_chunk(reply, delta, reply.finish if last else None))
+                self.wfile.flush()
+            if usage:
+                self._event({**_chat_chunk(reply, None, None), "choices": [], "usage": _USAGE})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.fake.record_stream_end(time.monotonic())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _stream_responses(self, reply: Reply) -> None:
+        """A Responses API reply streamed as its typed events, a word a delta."""
+        final = _responses_body(reply)
+        started = {**final, "status": "in_progress", "output": [], "usage": None}
+        item = {"type": "message", "id": "msg_fake_1", "status": "in_progress",
+                "role": "assistant", "content": []}  # fmt: skip
+        part = {"type": "output_text", "text": "", "annotations": []}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": started},
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            {"type": "response.content_part.added", "item_id": "msg_fake_1",
+             "output_index": 0, "content_index": 0, "part": part},
+        ]  # fmt: skip
+        deltas = [
+            {"type": "response.output_text.delta", "item_id": "msg_fake_1", "output_index": 0,
+             "content_index": 0, "delta": word, "logprobs": []}
+            for word in re.findall(r"\S+\s*|\s+", reply.text)
+        ]  # fmt: skip
+        events += deltas
+        events.append({"type": "response.completed", "response": final})
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.close_connection = True
+            self.end_headers()
+            for number, event in enumerate(events):
+                if reply.seconds_per_chunk and event["type"].endswith(".delta"):
+                    time.sleep(reply.seconds_per_chunk)
+                payload = {**event, "sequence_number": number}
+                self.wfile.write(
+                    f"event: {event['type']}\n".encode()
+                    + b"data: " + json.dumps(payload).encode() + b"\n\n"
+                )  # fmt: skip
+                self.wfile.flush()
+            self.fake.record_stream_end(time.monotonic())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _event(self, payload: dict[str, Any]) -> None:
+        self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         data = json.dumps(payload).encode()
@@ -149,6 +231,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout): nothing to deliver
+
+
+_USAGE = {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}
+
+
+def _chat_chunk(reply: Reply, delta: dict[str, Any] | None, finish: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake-1",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": reply.model,
+        "choices": []
+        if delta is None
+        else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
 
 
 def _chat_body(reply: Reply) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import RunnableLambda
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from groundlock import (
@@ -338,20 +339,30 @@ def test_the_deadline_bounds_real_wall_time_including_the_attempt_about_to_start
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_streaming_runs_send_the_same_request_as_invoke(server, api):
+def test_streaming_runs_send_the_same_pinned_request_as_invoke(server, api):
+    # invoke never streams, even inside astream_events; stream streams the same request.
     stage = ExecuteModel(model=_model(server, api), policy=FAST)
     invoked = stage.invoke(PROMPT)
 
     async def through_events() -> None:
-        async for _event in stage.astream_events(PROMPT, version="v2"):
+        invoked_inside = RunnableLambda(stage.ainvoke, name="app.answer")
+        async for _event in invoked_inside.astream_events(PROMPT, version="v2"):
             pass
 
     asyncio.run(through_events())
     streamed = list(stage.stream(PROMPT))
     first, second, third = server.requests
-    assert first.body == second.body == third.body
+    assert first.body == second.body
     assert "stream" not in first.json or first.json["stream"] is False
+    assert third.json["stream"] is True
+
+    def without_stream(body: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+
+    assert without_stream(third.json) == without_stream(first.json)
+    _assert_pinned_on_the_wire(third, api)
     assert streamed[-1].execution.raw_model_text == invoked.execution.raw_model_text
+    assert streamed[-1].execution.reported_model_name == invoked.execution.reported_model_name
 
 
 def test_a_callback_that_edits_the_messages_fails_the_request_even_when_the_reply_succeeds(server):
@@ -373,3 +384,32 @@ def test_a_callback_that_edits_the_messages_fails_the_request_even_when_the_repl
     )
     assert result.raw_model_text == ""
     assert len(server.requests) == result.attempt_count == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_streamed_request_streams_on_the_wire_with_the_same_pins(
+    server: FakeOpenAI, api: str
+) -> None:
+    # Both APIs, against the fake server speaking OpenAI's event streams.
+    from groundlock import grounded_answer_chain, load_policy  # noqa: PLC0415
+
+    text = (
+        "Replace the case drain filter every 500 operating hours. [C0] "
+        "Check the element for metal particles when it is removed. [C0]"
+    )
+    server.script(Reply(text=text, seconds_per_chunk=0.05))
+    policy = load_policy().model_copy(
+        update={"policy_version": "STREAM_WIRE_V1", "stream_mode": "progressive"}
+    )
+    chain = grounded_answer_chain(model=_model(server, api), policy=policy)
+    seen: list[tuple[float, Any]] = [
+        (time.monotonic(), event) for event in chain.stream(sample_bundle())
+    ]
+    [request] = server.requests
+    assert request.json["stream"] is True
+    _assert_pinned_on_the_wire(request, api)
+    events = [event for _, event in seen]
+    assert [event.type for event in events] == ["answer_delta", "answer_delta", "response"]
+    assert events[-1].response.status.value == "OK"
+    # The first sentence reached the reader while the server was still sending the second.
+    assert seen[0][0] < server.stream_ends[0]

@@ -51,6 +51,8 @@ EXPECTED_ROUTES = {
     ("GET", "/health"),
     ("POST", "/answer/invoke"),
     ("POST", "/answer/batch"),
+    ("POST", "/answer/stream"),
+    ("POST", "/answer/stream_events"),
     ("GET", "/answer/input_schema"),
     ("GET", "/answer/output_schema"),
 }
@@ -71,7 +73,7 @@ def test_the_route_set_is_exactly_the_allow_list(monkeypatch: pytest.MonkeyPatch
 LANGSERVE_PATHS = [
     ("POST", f"/answer{suffix}")
     for suffix in (
-        "/stream", "/stream_log", "/stream_events", "/token_feedback", "/feedback",
+        "/stream_log", "/token_feedback", "/feedback",
         "/public_trace_link", "/c/abc/invoke", "/c/abc/batch", "/c/abc/stream",
         "/c/abc/stream_log", "/c/abc/stream_events",
     )

@@ -93,6 +93,61 @@ async def test_remote_runnable_ainvoke(served: tuple[str, Path]) -> None:
     assert answer["status"] == "OK"
 
 
+def test_remote_runnable_streams_validated_sentences_then_the_response(
+    served: tuple[str, Path],
+) -> None:
+    url, store = served
+    events = list(_client(url).stream(make_bundle(request_id="http-stream")))
+    assert [event["type"] for event in events] == ["answer_delta", "response"]
+    response = events[-1]["response"]
+    assert response["status"] == "OK"
+    assert events[0]["text"] == response["answer"]
+    assert events[0]["citations"] == response["citations"]
+    [row] = _recorded(store, "http-stream", 1)
+    assert row.stream_mode == "buffered"
+
+
+async def test_remote_runnable_astream_events_shows_the_chain_and_its_events_only(
+    served: tuple[str, Path],
+) -> None:
+    url, _ = served
+    events = [
+        event
+        async for event in _client(url).astream_events(
+            make_bundle(request_id="http-events"), version="v2"
+        )
+    ]
+    names = {event["name"] for event in events}
+    assert not names & {"R4.ExecuteModel", "R5.ValidateAnswer", "ExtractiveChatModel"}
+    chunks = [e["data"]["chunk"] for e in events if e["event"] == "on_chain_stream"]
+    assert chunks[-1]["type"] == "response"
+    assert chunks[-1]["response"]["status"] == "OK"
+    assert "chunk_text" not in repr([e for e in events if e["event"] != "on_chain_start"])
+
+
+def test_the_stream_routes_sit_behind_the_key_and_the_limits(served: tuple[str, Path]) -> None:
+    url, _ = served
+    for route in ("stream", "stream_events"):
+        response = httpx.post(f"{url}/answer/{route}", json={"input": make_bundle()}, timeout=10)
+        assert response.status_code == 401
+        response = httpx.post(
+            f"{url}/answer/{route}",
+            json={"input": "not a bundle"},
+            headers={"X-API-Key": KEY},
+            timeout=10,
+        )
+        assert response.status_code == 422
+        assert response.json()["error"]["code"] == "INVALID_REQUEST"
+    response = httpx.post(
+        f"{url}/answer/stream_events",
+        json={"input": make_bundle(), "include_names": "R4.ExecuteModel"},
+        headers={"X-API-Key": KEY},
+        timeout=10,
+    )
+    assert response.status_code == 422
+    assert "include_names" in response.json()["error"]["message"]
+
+
 def test_without_the_key_nothing_runs(served: tuple[str, Path]) -> None:
     url, _ = served
     response = httpx.post(f"{url}/answer/invoke", json={"input": make_bundle()}, timeout=10)
