@@ -14,6 +14,11 @@ where a safety property needs it:
   hooks, the tracing context variable, the inherited child config) and calls the
   retriever's documented override point, ``_get_relevant_documents``, without a run.
 * **A store's relevance scale is the store's.** ``_select_relevance_score_fn`` names it.
+* **A stage reads its run's child config where LangChain put it.** While a run's function
+  runs, LangChain holds the config for the run's children in ``var_child_runnable_config``
+  (that is how a runnable called without a config is parented under the run). A stage
+  function that asked for ``config`` would make LangChain build that config a second
+  time; :func:`run_child_config` reads the one already built.
 * **Pinning is verified against the bytes LangChain would send.** langchain-openai's
   ``_get_request_payload`` builds the request an OpenAI-family model will make.
 
@@ -40,7 +45,8 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tracers._streaming import (
     _StreamingCallbackHandler,
     _V2StreamingCallbackHandler,
@@ -59,6 +65,7 @@ __all__ = [
     "check_shape",
     "openai_request_payload",
     "relevance_function",
+    "run_child_config",
     "search_unobserved",
     "streams_to_readers",
     "without_stream_readers",
@@ -107,6 +114,18 @@ def without_stream_readers(manager: ManagerT) -> ManagerT:
         if isinstance(handler, STREAM_READER_MARKS):
             manager.remove_handler(handler)
     return manager
+
+
+def run_child_config() -> RunnableConfig:
+    """The config of the children of the run in progress, as LangChain set it for them.
+
+    Inside a function that ``_call_with_config`` or ``_acall_with_config`` runs, this is
+    the very config LangChain would pass as the function's ``config`` argument (the run's
+    config with the run's child callbacks), without building it again: read it, never
+    change it. Outside a run, :func:`~langchain_core.runnables.config.ensure_config`'s.
+    """
+    config = var_child_runnable_config.get()
+    return config if config is not None else ensure_config()
 
 
 def _clear_observers() -> None:
@@ -175,6 +194,8 @@ def check_shape() -> None:
         for mark in STREAM_READER_MARKS
         if not isinstance(mark, type)
     ]
+    if not isinstance(var_child_runnable_config, contextvars.ContextVar):
+        problems.append("var_child_runnable_config is no longer a ContextVar")
     if not isinstance(_configure_hooks, list) or any(
         not isinstance(entry, tuple)
         or len(entry) != 4

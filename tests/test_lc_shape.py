@@ -15,7 +15,7 @@ from pathlib import Path
 
 import langchain_core.tracers
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langchain_core.vectorstores import VectorStore
@@ -154,3 +154,38 @@ def test_private_langchain_names_appear_in_one_module_only() -> None:
     assert offenders == {}
     # and the module itself does use them (the check above is not vacuous)
     assert _uses(ast.parse(LC_MODULE.read_text("utf-8")), private)
+
+
+def test_a_run_s_child_config_is_the_one_langchain_would_pass_its_function() -> None:
+    # Stages read their child config from the context (_lc.run_child_config) instead of
+    # asking LangChain to build it again as a ``config`` argument: both must be the same.
+    from langchain_core.callbacks import CallbackManagerForChainRun  # noqa: PLC0415
+    from langchain_core.runnables import RunnableConfig  # noqa: PLC0415
+    from langchain_core.tracers.context import collect_runs  # noqa: PLC0415
+
+    seen: list[tuple[RunnableConfig, RunnableConfig, object]] = []
+
+    def look(
+        value: object, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> object:
+        seen.append((config, _lc.run_child_config(), run_manager.run_id))
+        return value
+
+    class Looking(Runnable[object, object]):
+        def invoke(
+            self, input: object, config: RunnableConfig | None = None, **kw: object
+        ) -> object:
+            return self._call_with_config(look, input, config)
+
+    with collect_runs():
+        Looking().invoke(1, {"metadata": {"k": "v"}, "tags": ["t"]})
+    [(passed, context, run_id)] = seen
+    assert passed.keys() == context.keys()
+    assert all(passed[k] == context[k] for k in passed if k != "callbacks")  # type: ignore[literal-required]
+    assert context["metadata"] == {"k": "v"}
+    assert context["tags"] == ["t"]
+    passed_callbacks, context_callbacks = passed["callbacks"], context["callbacks"]
+    assert isinstance(passed_callbacks, BaseCallbackManager)
+    assert isinstance(context_callbacks, BaseCallbackManager)
+    assert passed_callbacks.parent_run_id == context_callbacks.parent_run_id == run_id
+    assert passed_callbacks.handlers == context_callbacks.handlers

@@ -44,7 +44,7 @@ from langchain_core.runnables.config import (
 from pydantic import Field, ValidationError, field_validator
 from typing_extensions import override
 
-from groundlock._lc import streams_to_readers, without_stream_readers
+from groundlock._lc import run_child_config, streams_to_readers, without_stream_readers
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Assembled, Outcome
@@ -174,7 +174,7 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         if first is _NOTHING:
             return
         config = self._configured(subject_of(first), config, asynchronous=False)
-        guarded = _read_once(self._guarded_stream, _GUARDED_STREAM)
+        guarded = _read_stream_once(self._guarded_stream, _GUARDED_STREAM)
         yield from self._transform_stream_with_config(
             itertools.chain([first], items), guarded, config
         )
@@ -192,7 +192,7 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         if first is _NOTHING:
             return
         config = self._configured(subject_of(first), config, asynchronous=True)
-        guarded = _read_once(self._aguarded_stream, _AGUARDED_STREAM)
+        guarded = _read_stream_once(self._aguarded_stream, _AGUARDED_STREAM)
         async for item in self._atransform_stream_with_config(
             cast("AsyncIterator[InputT]", _prepend(first, items)), guarded, config
         ):
@@ -223,24 +223,20 @@ class Stage(RunnableSerializable[InputT, OutputT]):
         except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
             yield self._failed_by_bug(subject_of(first), exc)
 
-    # (The run manager is unused: it is in the signature so that LangChain also passes the
-    # child config, whose callbacks parent whatever the stage runs.)
-    def _guarded(
-        self, stage_input: object, run_manager: CallbackManagerForChainRun, config: RunnableConfig
-    ) -> OutputT:
+    # The stage function takes the input alone. Had it asked for ``config`` (or
+    # ``run_manager``), LangChain would build the run's child config a second time to pass
+    # it (one more child callback manager, config copy and metadata merge per stage); the
+    # one it has already set in the context for the run's children is the same, so the
+    # stage reads that (:func:`groundlock._lc.run_child_config`).
+    def _guarded(self, stage_input: object) -> OutputT:
         try:
-            return self._work(stage_input, config)
+            return self._work(stage_input, run_child_config())
         except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
             return self._failed_by_bug(stage_input, exc)
 
-    async def _aguarded(
-        self,
-        stage_input: object,
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> OutputT:
+    async def _aguarded(self, stage_input: object) -> OutputT:
         try:
-            return await self._awork(stage_input, config)
+            return await self._awork(stage_input, run_child_config())
         except Exception as exc:  # noqa: BLE001  (fail closed on any bug, by design)
             return self._failed_by_bug(stage_input, exc)
 
@@ -258,11 +254,20 @@ class Stage(RunnableSerializable[InputT, OutputT]):
     def _configured(
         self, stage_input: object, config: RunnableConfig | None, *, asynchronous: bool
     ) -> RunnableConfig:
-        """``config`` with this stage's metadata, and its run hidden from stream readers."""
-        config = ensure_config(config)
-        config = {**config, "metadata": {**config["metadata"], **self.trace_metadata(stage_input)}}
+        """``config`` with this stage's metadata, and its run hidden from stream readers.
+
+        Only the metadata and the callbacks are read here; LangChain completes the config
+        (defaults, the context's values) when it opens the run. A config that carries both,
+        as a sequence hands each step, is used as it is; otherwise they are what
+        ``ensure_config`` takes from the context.
+        """
+        if config is None or config.get("metadata") is None or config.get("callbacks") is None:
+            config = ensure_config(config)
+        metadata = {**config["metadata"], **self.trace_metadata(stage_input)}
+        config = {**config, "metadata": metadata}
         if not streams_to_readers(config.get("callbacks")):
             return config
+        config = ensure_config(config)
         manager = (
             get_async_callback_manager_for_config(config)
             if asynchronous
@@ -306,12 +311,24 @@ async def _prepend(first: object, rest: AsyncIterator[object]) -> AsyncIterator[
 
 
 def _read_once(
-    method: Callable[[A, ManagerT, RunnableConfig], T], signature: inspect.Signature
-) -> Callable[[A, ManagerT, RunnableConfig], T]:
+    method: Callable[[object], T], signature: inspect.Signature
+) -> Callable[[object], T]:
     """``method`` (bound) as a plain function whose signature inspect returns as given."""
 
-    def call(stage_input: A, run_manager: ManagerT, config: RunnableConfig) -> T:
-        return method(stage_input, run_manager, config)
+    def call(stage_input: object) -> T:
+        return method(stage_input)
+
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
+def _read_stream_once(
+    method: Callable[[A, ManagerT, RunnableConfig], T], signature: inspect.Signature
+) -> Callable[[A, ManagerT, RunnableConfig], T]:
+    """:func:`_read_once` for a stream function (which takes its run manager and config)."""
+
+    def call(items: A, run_manager: ManagerT, config: RunnableConfig) -> T:
+        return method(items, run_manager, config)
 
     call.__signature__ = signature  # type: ignore[attr-defined]
     return call
