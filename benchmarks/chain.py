@@ -43,7 +43,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import functools
 import gc
+import pstats
 import random
 import statistics
 import time
@@ -270,10 +273,56 @@ class _NoWork(Stage[Any, Any]):
         return stage_input
 
 
+class _PlainRun(Runnable[Any, Any]):
+    """LangChain's own minimum for a run: ``invoke`` is one ``_call_with_config`` call."""
+
+    @override
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._call_with_config(_same, input, config)
+
+
+def _same(value: object) -> object:
+    return value
+
+
 def _median_us(call: Callable[[], object], repeat: int) -> float:
     """The median CPU time of ``call``, in microseconds."""
     call()
     return statistics.median(_cpu_timed(call, repeat)) * 1000
+
+
+def _work_in_order_us(
+    chain: RunnableSequence[Any, Any], bundle: object, repeat: int
+) -> dict[str, float]:
+    """Each stage's own work, outside any run, timed as a request meets it: in order.
+
+    Each sample passes one bundle through every stage's work in turn, as the chain does. A
+    stage timed alone in a loop on one input runs warmer (its code and data stay in the
+    processor's caches) and reads about a third less than it costs inside a request; that
+    difference used to be counted in "the rest".
+    """
+    config = ensure_config()
+    stages = [cast("Stage[Any, Any]", step) for step in chain.steps]
+    samples: dict[str, list[int]] = {stage.get_name(): [] for stage in stages}
+    for sample in range(repeat + 10):
+        state = bundle
+        for stage in stages:
+            start = time.process_time_ns()
+            state = stage._work(state, config)
+            if sample >= 10:  # the first passes warm up
+                samples[stage.get_name()].append(time.process_time_ns() - start)
+    return {name: statistics.median(taken) / 1000 for name, taken in samples.items()}
+
+
+def _calls(call: Callable[[], object], repeat: int = 5) -> float:
+    """Python function calls per ``call`` (cProfile's count; deterministic, unlike time)."""
+    call()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(repeat):
+        call()
+    profile.disable()
+    return pstats.Stats(profile).total_calls / repeat  # type: ignore[attr-defined, no-any-return]
 
 
 def _where_the_time_goes(
@@ -284,32 +333,52 @@ def _where_the_time_goes(
 ) -> None:
     """The fixed CPU cost at 20 rows, split, and what one more row costs each chain.
 
-    Five stages that do nothing, through the same shell and a ``RunnableSequence``, are
-    LangChain's per-run plumbing alone (runs, callback managers, config, context), which the
-    brief rules out working around; each stage's own work is timed on the output of the
-    stage before it, outside any run. The rest of the chain's time is the plumbing around
-    real stages (their tracing metadata reaches every child run, the model's too).
+    Five plain runs (a runnable whose ``invoke`` is one ``_call_with_config`` call, in a
+    ``RunnableSequence``) are LangChain's per-run plumbing alone (runs, callback managers,
+    config, context), which the brief rules out working around; five stages that do nothing
+    are the same through groundlock's stage shell, so the difference is the shell's own.
+    Each stage's own work is timed outside any run, stage after stage as in a request. The
+    rest of the chain's time is what runs around real stages costs beyond that: their child
+    runs (the model's), and what the processor's caches lose to LangChain's code in between.
+    The same split is also counted in Python function calls, which the machine's load does
+    not move: the chain's calls beyond the shell's and the stages' work are the rest's.
     """
     bundle = _bundle(20)
-    nothing = RunnableSequence(*(_NoWork(name=f"noop{i}") for i in range(5)))
-    config = ensure_config()
-    work: dict[str, float] = {}
-    state: object = bundle
-    for step in chain.steps:
-        stage = cast("Stage[Any, Any]", step)
-        work[stage.get_name()] = _median_us(lambda s=stage, x=state: s._work(x, config), repeat)
-        state = stage._work(state, config)
+    nothing: RunnableSequence[Any, Any] = RunnableSequence(
+        *(_NoWork(name=f"noop{i}") for i in range(5))
+    )
+    plain: RunnableSequence[Any, Any] = RunnableSequence(*(_PlainRun() for _ in range(5)))
+    work = _work_in_order_us(chain, bundle, repeat)
     bare_us = _median_us(lambda: bare.invoke(bare_input(bundle)), repeat)
+    plain_us = _median_us(lambda: plain.invoke(bundle), repeat)
     nothing_us = _median_us(lambda: nothing.invoke(bundle), repeat)
     chain_us = _median_us(lambda: chain.invoke(bundle), repeat)
     rest = chain_us - nothing_us - sum(work.values())
     print(
         f"\nwhere the CPU goes at 20 rows (medians, us): the chain {chain_us:.0f}, the bare "
-        f"chain {bare_us:.0f}; five stages doing nothing {nothing_us:.0f} "
-        f"({nothing_us / bare_us:.2f}x the bare chain); stage work alone "
+        f"chain {bare_us:.0f}; five plain LangChain runs {plain_us:.0f}, five stages doing "
+        f"nothing {nothing_us:.0f} ({nothing_us / bare_us:.2f}x the bare chain); stage work "
+        "alone, in order, "
         + ", ".join(f"{name.split('.')[0]} {us:.0f}" for name, us in work.items())
         + f" (sum {sum(work.values()):.0f}; R4 is the model call, which the bare chain makes"
         f" too); the rest, runs around real stages and their children, {rest:.0f}"
+    )
+    config = ensure_config()
+    work_calls = 0.0
+    state: object = bundle
+    for step in chain.steps:
+        stage = cast("Stage[Any, Any]", step)
+        work_calls += _calls(functools.partial(stage._work, state, config))
+        state = stage._work(state, config)
+    chain_calls, nothing_calls = (
+        _calls(lambda: chain.invoke(bundle)),
+        _calls(lambda: nothing.invoke(bundle)),
+    )
+    plain_calls = _calls(lambda: plain.invoke(bundle))
+    print(
+        f"the same in Python function calls: the chain {chain_calls:.0f}; five plain runs "
+        f"{plain_calls:.0f}, five stages doing nothing {nothing_calls:.0f}; stage work "
+        f"{work_calls:.0f}; the rest {chain_calls - nothing_calls - work_calls:.0f}"
     )
     if len(medians) > 1:
         low, high = min(medians), max(medians)
