@@ -21,10 +21,11 @@
    (``gc.freeze()``), as ``groundlock serve``, ``ask --batch`` and the Spark runner do:
    otherwise a full collection walks LangChain's and pydantic's schemas every few large
    requests, and the 1,000-row p99 is about 100 ms instead of about 12. Then where the
-   CPU goes: the bare chain beside five stages that do nothing (LangChain's per-run
-   plumbing alone, through the same stage shell), each stage's own work outside any run,
-   and what one more row costs each chain from the smallest size to the largest, with the
-   share of it that is reading the row contract.
+   CPU goes: the bare chain beside five plain LangChain runs (its per-run plumbing alone)
+   and five stages that do nothing (the same through groundlock's stage shell), each
+   stage's own work outside any run, stage after stage as a request meets it, the same
+   split counted in Python function calls, and what one more row costs each chain from the
+   smallest size to the largest, with the share of it that is reading the row contract.
 2. End to end with a model that takes 300 ms (as a real one does, or faster): the same two
    chains, 20 rows, interleaved one call each. Target (issue 16): at most 1.01x — with a
    real model, everything groundlock adds is noise.
