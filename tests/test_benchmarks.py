@@ -67,3 +67,17 @@ def test_the_numbers_set_reports_what_rebound_value_would_reject(monkeypatch, ca
     assert re.search(r"rebound_value\s+\d+\.\d % \(\d+/\d+\)", out)  # per kind of defect
     # Enforced under the strict policy, the binding rule rejects some of the set's answers.
     assert re.search(r"rebound_value\s+enforce\s+\|\s+[1-9]", out)
+
+
+def test_the_stream_benchmark_reports_both_modes_against_the_model(monkeypatch, capsys):
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import stream  # noqa: PLC0415  (a script, imported as a module)
+
+    monkeypatch.setattr(
+        sys, "argv", ["stream.py", "--rate", "2000", "--repeat", "1", "--sentences", "2"]
+    )
+    stream.main()  # it asserts every stream joins back into the answer and ends OK
+    out = capsys.readouterr().out
+    assert re.search(r"progressive: first validated sentence at \d+\.\d+x", out)
+    assert re.search(r"buffered: response [\d.]+ ms after the model's last token", out)
+    assert "R5 alone on the whole answer" in out

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, model_validator
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
@@ -278,9 +279,14 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         )
 
 
-def _joined(reply: AIMessageChunk, chunk: AIMessageChunk) -> AIMessageChunk:
-    """Two chunks of one streamed reply as one (LangChain's own ``+`` of chunks)."""
-    return reply + chunk
+def _joined(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+    """A streamed reply's chunks as one message, merged once, by LangChain's own merge.
+
+    Adding them one by one would copy the text so far at every token.
+    """
+    if not chunks:
+        return AIMessageChunk(content="")
+    return add_ai_message_chunks(chunks[0], *chunks[1:])
 
 
 def _integrity(message: str) -> Outcome:
@@ -398,17 +404,17 @@ class _Call:
     def _stream_once(self, config: RunnableConfig) -> Generator[ModelText, None, BaseMessage]:
         messages = self._fresh_messages()
         attempt = self._begin(messages)
-        reply: AIMessageChunk | None = None
+        chunks: list[AIMessageChunk] = []
         try:
             for chunk in self.model.stream(messages, config):
                 text = str(chunk.text)
                 if text:
                     self.sent_text = True
                     yield ModelText(text)
-                reply = chunk if reply is None else _joined(reply, chunk)
+                chunks.append(chunk)
         except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
             self._failed_attempt(attempt, messages, exc)
-        return self._passed_attempt(attempt, messages, reply or AIMessageChunk(content=""))
+        return self._passed_attempt(attempt, messages, _joined(chunks))
 
     def streamed(self, config: RunnableConfig) -> Iterator[ModelText | Answered]:
         """The model's text as it arrives, then the request's result (as ``invoke``'s)."""
@@ -443,19 +449,17 @@ class _Call:
                     try:
                         messages = self._fresh_messages()
                         started = self._begin(messages)
-                        reply: AIMessageChunk | None = None
+                        chunks: list[AIMessageChunk] = []
                         try:
                             async for chunk in self.model.astream(messages, config):
                                 text = str(chunk.text)
                                 if text:
                                     self.sent_text = True
                                     yield ModelText(text)
-                                reply = chunk if reply is None else _joined(reply, chunk)
+                                chunks.append(chunk)
                         except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
                             self._failed_attempt(started, messages, exc)
-                        message = self._passed_attempt(
-                            started, messages, reply or AIMessageChunk(content="")
-                        )
+                        message = self._passed_attempt(started, messages, _joined(chunks))
                     except Exception:
                         raise
                     except BaseException as exc:  # noqa: BLE001  (closed or cancelled)
