@@ -35,6 +35,17 @@ from groundlock.policies.model import Policy
 
 __all__ = ["Piece", "Release", "passed_prefix", "pieces_of", "settled"]
 
+_END_MARK = re.compile(r"[.!?;:\n]|[^\x00-\x7f]")
+"""A character that may end a sentence (any non-ASCII one too: the segmenter knows many)."""
+
+MAX_EARLY_SENTENCES = 24
+"""Sentences a progressive stream judges one by one; the rest wait for the verdict.
+
+Each early sentence costs R5 on the text so far, so early release is quadratic in the
+answer's sentences; past this many (or ``MAX_EARLY_CHARS``) a stream holds the rest."""
+MAX_EARLY_CHARS = 8_000
+"""Text a progressive stream judges prefix by prefix (about 2,000 tokens)."""
+
 _WORD_AFTER = re.compile(r"\S\s")
 """A character followed by white space: a whole word has arrived after a sentence."""
 
@@ -90,20 +101,19 @@ def settled(text: str, state: Prompted, policy: Policy) -> tuple[Piece, ...]:
 
 
 def passed_prefix(text: str, upto: Piece, state: Prompted, policy: Policy) -> bool:
-    """Whether ``text`` up to the end of ``upto`` passes every rule about its sentences.
+    """Whether ``text`` up to the end of ``upto`` passes R5 as a whole answer would.
 
-    The prefix is judged as a whole answer would be; a finding about the whole answer
-    (no sentence) is left to the final verdict, and so is a prefix that reads as the
-    refusal (a refusal streams as the response alone, never as a delta).
+    Every enforced finding holds the sentence back, those about the whole answer too: a
+    malformed marker, an unknown anchor, unsafe output or the prompt's own rules repeated
+    are findings about no one sentence, and each is a reason the text must not reach a
+    reader. A prefix that reads as the refusal is held too (a refusal streams as the
+    response alone). What is held goes out at the end, if the whole answer passes.
     """
     execution = LLMExecutionResult.uncalled(GenerationStatus.OK, text=text[: upto.end])
     result = validate_answer(state.answered(execution), policy)
-    if result.validation_status is ValidationStatus.PASSED:
-        return result.generation_status is GenerationStatus.OK
-    if not result.findings:  # failed before any rule ran (nothing to judge): not passed
-        return False
-    return not any(
-        finding.mode == "enforce" and finding.sentence is not None for finding in result.findings
+    return (
+        result.validation_status is ValidationStatus.PASSED
+        and result.generation_status is GenerationStatus.OK
     )
 
 
@@ -130,6 +140,12 @@ class Release:
         self.text += more
         if not self.progressive or self.holding or not any(c.isspace() for c in more):
             return []  # a piece settles only when white space follows a word after it
+        done = self.released[-1].end if self.released else 0
+        if _END_MARK.search(self.text, done) is None:
+            return []  # no sentence can have ended since the last one went out
+        if len(self.released) >= MAX_EARLY_SENTENCES or len(self.text) > MAX_EARLY_CHARS:
+            self.holding = True  # a long answer: the rest goes out with the verdict
+            return []
         out: list[Piece] = []
         for piece in settled(self.text, self.state, self.policy)[len(self.released) :]:
             if not passed_prefix(self.text, piece, self.state, self.policy):
@@ -142,16 +158,31 @@ class Release:
     def finish(self, verdict: ValidationResult) -> tuple[tuple[Piece, ...], bool]:
         """The pieces still to release, and whether the released ones are withdrawn.
 
-        Withdrawn here means the answer passed but its final reading cut it otherwise; an
-        answer that failed releases nothing more, and its failure withdraws the rest.
+        An answer that failed releases nothing more (its failure withdraws what went out).
+        One that passed releases the rest of its text, cut at its sentences' ends, so the
+        deltas always join into the answer: what went out is a prefix of the text, and
+        the answer passed as a whole. (When the final reading cuts a sentence otherwise
+        than the growing text did, say a quotation closed later, a released piece may end
+        where the final reading sees no end; nothing is withdrawn, since all of it passed.)
+        The second value is kept for a reading that would need to withdraw; it is False.
         """
         if (
             verdict.validation_status is not ValidationStatus.PASSED
             or verdict.generation_status is not GenerationStatus.OK
         ):
-            return (), False  # nothing more; the response's failure retracts what was let out
-        pieces = pieces_of(verdict.validated_answer_text, self.state, self.policy)
-        done = len(self.released)
-        if [p.text for p in pieces[:done]] == [p.text for p in self.released]:
-            return pieces[done:], False
-        return pieces, True
+            return (), False
+        answer = verdict.validated_answer_text
+        done = self.released[-1].end if self.released else 0
+        if answer[:done] != "".join(piece.text for piece in self.released):
+            return pieces_of(answer, self.state, self.policy), True  # cannot happen: whole
+        rest: list[Piece] = []
+        for piece in pieces_of(answer, self.state, self.policy):
+            if piece.end <= done:
+                continue
+            start = piece.end - len(piece.text)
+            text = piece.text if start >= done else answer[done : piece.end]
+            rest.append(Piece(piece.number, text, piece.end, piece.anchors))
+        if not rest and done < len(answer):  # trailing text alone (a citation list)
+            last = self.released[-1]
+            rest.append(Piece(last.number, answer[done:], len(answer), ()))
+        return tuple(rest), False

@@ -16,11 +16,23 @@ hidden from event streams, so none of these items reaches an ``astream_events`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import patch_config
 
 from groundlock.contracts.state import Assembled
 from groundlock.core.streaming import Piece
 
-__all__ = ["ModelText", "Opened", "Released", "Withdrawn", "subject_of"]
+__all__ = [
+    "ModelText",
+    "Opened",
+    "Released",
+    "Withdrawn",
+    "subject_of",
+    "without_token_events",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +68,54 @@ class Withdrawn:
 def subject_of(item: object) -> object:
     """The state a stream item is about (for tracing metadata and for failing closed)."""
     return item.state if isinstance(item, Opened) else item
+
+
+def _no_token(*args: object, **kwargs: object) -> None:
+    """A handler's ``on_llm_new_token`` while R4 streams: the token goes to R5 only."""
+
+
+class _Tokenless:
+    """A callback handler as it is, but deaf to the model's tokens.
+
+    Everything is read from the handler itself (its class too, so LangChain's isinstance
+    checks see it, and its counters and run maps stay the handler's own), except
+    ``on_llm_new_token``: under ``invoke`` the pinned model never streams, so no handler
+    ever hears a token, and the streamed twin must not change that.
+    """
+
+    def __init__(self, handler: object) -> None:
+        object.__setattr__(self, "_handler", handler)
+
+    def __getattribute__(self, name: str) -> Any:  # noqa: ANN401  (any attribute of any handler)
+        if name == "on_llm_new_token":
+            return _no_token
+        return getattr(object.__getattribute__(self, "_handler"), name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(object.__getattribute__(self, "_handler"), name, value)
+
+
+def without_token_events(config: RunnableConfig) -> RunnableConfig:
+    """``config`` for R4's streamed model call: its handlers hear no token.
+
+    Tracers and every other handler still see the model's run start and end (with its
+    whole reply, as under ``invoke``); the tokens go to R5 alone, which judges them before
+    anything reaches a reader. Handlers the run's configuration adds later (a tracing
+    context) are tracers, which record what they would record of an ``invoke``.
+    """
+    callbacks = config.get("callbacks")
+    if callbacks is None:
+        return config
+    proxies: dict[int, object] = {}
+
+    def deaf(handler: object) -> Any:  # noqa: ANN401  (a handler of any class)
+        return proxies.setdefault(id(handler), _Tokenless(handler))
+
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.handlers = [deaf(h) for h in callbacks.handlers]
+        manager.inheritable_handlers = [deaf(h) for h in callbacks.inheritable_handlers]
+        return patch_config(config, callbacks=manager)
+    if isinstance(callbacks, list):
+        return {**config, "callbacks": [deaf(h) for h in callbacks]}
+    return config

@@ -25,7 +25,7 @@ import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
@@ -56,7 +56,7 @@ from groundlock.providers.chat import ModelReply, model_matches, pin_model, read
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
 from groundlock.runnables._stage import StateStage
-from groundlock.runnables._streaming import ModelText, Opened
+from groundlock.runnables._streaming import ModelText, Opened, without_token_events
 
 __all__ = ["ExecuteModel"]
 
@@ -279,14 +279,23 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         )
 
 
-def _joined(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+def _joined(chunks: list[BaseMessage]) -> BaseMessage:
     """A streamed reply's chunks as one message, merged once, by LangChain's own merge.
 
-    Adding them one by one would copy the text so far at every token.
+    Adding them one by one would copy the text so far at every token. A model without a
+    stream of its own hands LangChain's fallback its whole reply as one message.
     """
     if not chunks:
         return AIMessageChunk(content="")
-    return add_ai_message_chunks(chunks[0], *chunks[1:])
+    if len(chunks) == 1:
+        return chunks[0]
+    first, *rest = chunks
+    if isinstance(first, AIMessageChunk) and all(isinstance(c, AIMessageChunk) for c in rest):
+        return add_ai_message_chunks(first, *rest)  # type: ignore[arg-type]
+    merged: Any = first
+    for chunk in rest:
+        merged = merged + chunk
+    return cast("BaseMessage", merged)
 
 
 def _integrity(message: str) -> Outcome:
@@ -318,6 +327,8 @@ class _Call:
     pinned: PinnedModel = field(init=False)
     sent_text: bool = False
     """Whether a streamed attempt has passed text on (then it is not retried)."""
+    drifted: bool = False
+    """Whether a streamed chunk named another model than the pinned one (no text passes)."""
 
     def __post_init__(self) -> None:
         self.limits = self.stage.policy.execution
@@ -404,17 +415,39 @@ class _Call:
     def _stream_once(self, config: RunnableConfig) -> Generator[ModelText, None, BaseMessage]:
         messages = self._fresh_messages()
         attempt = self._begin(messages)
-        chunks: list[AIMessageChunk] = []
+        chunks: list[BaseMessage] = []
         try:
-            for chunk in self.model.stream(messages, config):
+            for chunk in self.model.stream(messages, self._streamed_config(config)):
+                self._check_stream(chunk)
                 text = str(chunk.text)
-                if text:
+                if text and not self.drifted:
                     self.sent_text = True
                     yield ModelText(text)
                 chunks.append(chunk)
         except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
             self._failed_attempt(attempt, messages, exc)
         return self._passed_attempt(attempt, messages, _joined(chunks))
+
+    def _check_stream(self, chunk: BaseMessage) -> None:
+        """Stop passing text on once a chunk names another model; end at the deadline.
+
+        The reply is still read to its end (the attempt's record keeps it), and the result
+        fails ``MODEL_DRIFT`` as ``invoke``'s would; a stream that runs past the policy's
+        request deadline fails as an attempt past it does (each read has its own timeout,
+        so a provider that drips text could otherwise run far past it).
+        """
+        reported = chunk.response_metadata.get("model_name") if chunk.response_metadata else None
+        if isinstance(reported, str) and not model_matches(
+            self.pinned.model_name, reported, must_report=False
+        ):
+            self.drifted = True
+        if self.stage.clock() - self.start > self.limits.request_deadline_seconds:
+            self.deadline_hit = True
+            raise TimeoutError("the stream ran past the request deadline")
+
+    def _streamed_config(self, config: RunnableConfig) -> RunnableConfig:
+        """``config`` whose handlers hear no token of the model's stream (as with ``invoke``)."""
+        return without_token_events(config)
 
     def streamed(self, config: RunnableConfig) -> Iterator[ModelText | Answered]:
         """The model's text as it arrives, then the request's result (as ``invoke``'s)."""
@@ -449,11 +482,13 @@ class _Call:
                     try:
                         messages = self._fresh_messages()
                         started = self._begin(messages)
-                        chunks: list[AIMessageChunk] = []
+                        chunks: list[BaseMessage] = []
                         try:
-                            async for chunk in self.model.astream(messages, config):
+                            streamed = self._streamed_config(config)
+                            async for chunk in self.model.astream(messages, streamed):
+                                self._check_stream(chunk)
                                 text = str(chunk.text)
-                                if text:
+                                if text and not self.drifted:
                                     self.sent_text = True
                                     yield ModelText(text)
                                 chunks.append(chunk)

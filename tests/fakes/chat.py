@@ -60,6 +60,8 @@ class TokenStreamModel(BaseChatModel):
     temperature: float = 0.0
     fail_after: int | None = None
     seconds_per_token: float = 0.0
+    name_first: bool = False
+    """Report the model name with the first chunk (as OpenAI's chunks do), not the last."""
 
     @property
     def _llm_type(self) -> str:
@@ -91,13 +93,15 @@ class TokenStreamModel(BaseChatModel):
                 raise ConnectionError("the stream was cut")
             if self.seconds_per_token:
                 time.sleep(self.seconds_per_token)
-            yield ChatGenerationChunk(message=AIMessageChunk(content=token))
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                response_metadata={"model_name": self.model_name, "finish_reason": "stop"},
+            named = self.name_first and number == 0
+            metadata = {"model_name": self.model_name} if named else {}
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content=token, response_metadata=metadata)
             )
-        )
+        last: dict[str, Any] = {"finish_reason": "stop"}
+        if not self.name_first:
+            last["model_name"] = self.model_name
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata=last))
 
 
 class ModelCalls(BaseCallbackHandler):
