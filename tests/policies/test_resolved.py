@@ -18,7 +18,6 @@ from groundlock.policies import load_policy
 from groundlock.policies.resolved import resolve_policy
 from groundlock.policies.ruleset import load_ruleset
 from groundlock.prompts.template import load_template
-from groundlock.text.tokens import get_token_counter
 
 PACKAGE = Path(__file__).resolve().parents[2] / "groundlock"
 BY_NAME = {"load_ruleset", "load_template", "get_token_counter"}
@@ -34,11 +33,14 @@ and the offline model (configured by a ruleset name, as a chat model is by a mod
 @pytest.mark.parametrize("name", ["R2_POLICY_V1", "R2_POLICY_V3", "SEMANTIC_ID_POLICY_V1"])
 def test_a_loaded_policy_carries_the_parts_its_names_name(name: str) -> None:
     policy = load_policy(name)
-    assert policy.ruleset is load_ruleset(policy.firewall_ruleset)
+    ruleset, template = load_ruleset(policy.firewall_ruleset), load_template(policy.prompt_template)
+    assert (policy.ruleset.name, policy.ruleset.sha256) == (ruleset.name, ruleset.sha256)
     assert policy.grammar is policy.ruleset.grammar
+    assert policy.grammar.name == ruleset.grammar.name
     assert policy.segmenter is policy.ruleset.segmenter
-    assert policy.template is load_template(policy.prompt_template)
-    assert policy.token_counter is get_token_counter(policy.token_encoding)
+    assert (policy.template.version, policy.template.sha256) == (template.version, template.sha256)
+    assert policy.token_counter.encoding.name.startswith(policy.token_encoding)
+    assert policy.resolved is policy.resolved  # resolved once, then handed out
 
 
 def test_a_copy_shares_the_resolution_and_a_changed_copy_gets_its_own() -> None:
