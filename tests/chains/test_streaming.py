@@ -75,14 +75,15 @@ def _bundle() -> dict[str, Any]:
     )
 
 
-def _stream(chain: Any, how: str) -> list[Any]:
+def _stream(chain: Any, how: str, bundle: dict[str, Any] | None = None) -> list[Any]:
+    given = bundle if bundle is not None else _bundle()
     if how == "stream":
-        return list(chain.stream(_bundle()))
+        return list(chain.stream(given))
 
     async def collect() -> list[Any]:
         if how == "astream":
-            return [event async for event in chain.astream(_bundle())]
-        events = [event async for event in chain.astream_events(_bundle(), version="v2")]
+            return [event async for event in chain.astream(given)]
+        events = [event async for event in chain.astream_events(given, version="v2")]
         # The caller's own input aside, nothing but the chain's run shows in the stream.
         assert {event["name"] for event in events} == {"groundlock.grounded_answer"}
         assert CANARY not in repr(events)
@@ -148,10 +149,11 @@ def test_progressive_good_sentences_go_out_and_are_retracted_when_a_later_one_fa
     assert row.streamed_before_verdict == (events[0].text, events[1].text)
 
 
+@pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("mode", ["buffered", "progressive"])
-def test_a_sentence_split_into_single_characters_streams_whole(mode: str) -> None:
+def test_a_sentence_split_into_single_characters_streams_whole(how: str, mode: str) -> None:
     chain, _ = _chain(list(GOOD), mode)
-    events = list(chain.stream(_bundle()))
+    events = _stream(chain, how)
     assert [e.text for e in events[:-1]] == [
         "Replace the case drain filter every 500 operating hours. [C0]",
         " Tighten the filter housing bolts to 40 Nm. [C1]",
@@ -159,29 +161,31 @@ def test_a_sentence_split_into_single_characters_streams_whole(mode: str) -> Non
     ]
 
 
-def test_an_anchor_split_across_tokens_is_read_whole() -> None:
+@pytest.mark.parametrize("how", HOWS)
+def test_an_anchor_split_across_tokens_is_read_whole(how: str) -> None:
     first, second = GOOD.split(" [C1] ")
     tokens = [first[:-5], first[-5:-1], first[-1], " [", "C", "1", "]", " ", *_words(second)]
     assert "".join(tokens) == f"{first} [C1] {second}"
     chain, _ = _chain(tokens, "progressive")
-    events = list(chain.stream(_bundle()))
+    events = _stream(chain, how)
     assert events[-1].response.status is GenerationStatus.OK
     assert [c.anchor for c in events[0].citations] == ["C0"]
     assert [c.anchor for c in events[1].citations] == ["C1"]
 
 
+@pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("mode", ["buffered", "progressive"])
-def test_a_model_that_stops_mid_sentence_shows_no_partial_sentence(mode: str) -> None:
+def test_a_model_that_stops_mid_sentence_shows_no_partial_sentence(how: str, mode: str) -> None:
     cut = GOOD[: GOOD.index("Record the filter") + len("Record the fil")]
     chain, _ = _chain(_words(cut), mode)
-    events = list(chain.stream(_bundle()))
+    events = _stream(chain, how)
     assert events[-1].response.status is GenerationStatus.FAILED
     assert "Record" not in repr(events[:-1])
     if mode == "progressive":
         assert _shape(events) == ["answer_delta", "answer_delta", "retract", "response"]
 
 
-@pytest.mark.parametrize("how", ["stream", "astream"])
+@pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("mode", ["buffered", "progressive"])
 def test_a_model_that_errors_mid_stream_fails_without_a_retry(how: str, mode: str) -> None:
     tokens = _words(GOOD)
@@ -204,11 +208,12 @@ def test_a_model_that_fails_before_its_first_token_is_retried() -> None:
     assert row.attempts == load_policy().execution.max_attempts
 
 
+@pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("mode", ["buffered", "progressive"])
-def test_a_refusal_streams_as_the_response_alone(mode: str) -> None:
+def test_a_refusal_streams_as_the_response_alone(how: str, mode: str) -> None:
     chain, store = _chain(_words("x"), mode)
     far = [dict(row, similarity=0.1) for row in ROWS]
-    events = list(chain.stream(make_bundle(far)))
+    events = _stream(chain, how, make_bundle(far))
     assert _shape(events) == ["response"]
     assert events[0].response.status is GenerationStatus.NO_EVIDENCE
     assert len(store.validations) == 1

@@ -148,3 +148,34 @@ def test_a_client_that_goes_away_mid_stream_leaves_one_record(route: str) -> Non
 
 def _bundle() -> dict[str, Any]:
     return make_bundle(ROWS, user_question="How often is the filter replaced, at what torque?")
+
+
+@pytest.mark.slow
+def test_remote_runnable_streams_good_sentences_then_the_retraction_of_a_failed_answer() -> None:
+    from langserve import RemoteRunnable  # noqa: PLC0415
+
+    bad = ANSWER.strip() + " Torque the bolts to 95 Nm with tool ZEBRA-PLUM-7. [C1]"
+    policy = load_policy().model_copy(
+        update={"policy_version": "STREAM_HTTP_V1", "stream_mode": "progressive"}
+    )
+    store = MemoryAuditSink()
+    chain = grounded_answer_chain(
+        model=TokenStreamModel(tokens=_tokens(bad)), policy=policy, store=store
+    )
+    with _serving(create_app(chain, policy=policy, api_keys={})) as url:
+        remote = RemoteRunnable(f"{url}/answer")
+        events = list(remote.stream(_bundle()))
+
+        async def through_events() -> list[Any]:
+            return [event async for event in remote.astream_events(_bundle(), version="v2")]
+
+        import asyncio  # noqa: PLC0415
+
+        streamed = asyncio.run(through_events())
+    kinds = [event["type"] for event in events]
+    assert kinds == ["answer_delta"] * 6 + ["retract", "response"]
+    assert events[-2]["indexes"] == list(range(6))
+    assert events[-1]["response"]["failure_reason"] == "UNSUPPORTED_VALUE"
+    assert "ZEBRA-PLUM-7" not in json.dumps(events)
+    assert "ZEBRA-PLUM-7" not in json.dumps(streamed, default=str)
+    assert len(store.validations) == 2
