@@ -646,6 +646,7 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run, policy):
     # run twice as long must take less than three times as long (linear is two, quadratic
     # four), in CPU time, the least of three runs; times under 2 ms count as 2 ms, where the
     # clock's grain is the whole difference. Speed targets live in benchmarks/.
+    # (It failed once at 3.07 while other jobs shared the machine; see the retries below.)
     counter = get_token_counter(POLICY.token_encoding)
     cap = POLICY.reserved_output_tokens
     length = 50_000
@@ -653,8 +654,15 @@ def test_a_long_run_of_one_character_is_judged_in_linear_time(run, policy):
         length //= 2
     half = f"Replace it every 500 hours{run * (length // 2)}x/ [C0]"
     full = f"Replace it every 500 hours{run * length}x/ [C0]"
-    short, long = _judging_time(half, policy), _judging_time(full, policy)
-    assert long / max(short, 0.002) < 3.0, f"{length // 2}: {short:.4f} s, {length}: {long:.4f} s"
+    # On a shared machine one pair of timings can straddle another process's burst: the
+    # pair is timed again, up to three times. Quadratic work stays near four every time.
+    seen = []
+    for _ in range(3):
+        short, long = _judging_time(half, policy), _judging_time(full, policy)
+        seen.append(f"{length // 2}: {short:.4f} s, {length}: {long:.4f} s")
+        if long / max(short, 0.002) < 3.0:
+            return
+    raise AssertionError("; ".join(seen))
 
 
 # Found by an adversarial review ------------------------------------------------------------
