@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
 from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local
 from groundlock.stores.readers import sql_text
@@ -462,6 +463,7 @@ class DeltaAuditStore:
             rows = self._absent(table, [pick(e) for seq in todo for e in entries[seq]])
             if not rows:
                 return  # nothing new; the segments are already recorded
+            link = _link(table, row_type, rows, app_id.removeprefix("groundlock-spool-"))
             try:
                 write_deltalake(
                     table,
@@ -474,7 +476,7 @@ class DeltaAuditStore:
                             # lookups overlapped conflict, and the loser looks again.
                             Transaction(_KEY_GUARD, guard + 1),
                         ],
-                        custom_metadata={"groundlock.rows": str(len(rows))},
+                        custom_metadata={"groundlock.rows": str(len(rows)), **link},
                     ),
                 )
             except CommitFailedError:
@@ -696,6 +698,19 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
             "audit spool: %d torn and %d invalid line(s) in one segment", torn, unreadable
         )
     return entries, unreadable
+
+
+def _link(
+    table: DeltaTable, row_type: type[TableRow], rows: Sequence[TableRow], writer: str
+) -> dict[str, Any]:
+    """The chain link this append records (:mod:`groundlock.stores.chain`).
+
+    Read from the version this attempt writes on: the key guard makes a concurrent append
+    fail rather than rebase, so a retry reads the new head and links to it.
+    """
+    prev, seq = chain_head(table, row_type.table)
+    digest = batch_digest(row_type.table, prev, [model_row_hash(row) for row in rows])
+    return Link(seq + 1, prev, digest, len(rows), writer).metadata()
 
 
 def _rerun(row: RowT, run_id: str) -> RowT:

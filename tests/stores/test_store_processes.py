@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores.verify import verify_table
 from tests.stores.rows import query_row, validation_row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +90,10 @@ def test_eight_processes_append_at_once(tmp_path: Path) -> None:
     assert set(validations.values()) == {1}
     assert _keys(store, QueryRow) == validations
     assert DeltaTable(str(root / "validations")).version() >= 8
+    for table in ("validations", "queries"):  # eight writers raced: still one linear chain
+        report = verify_table(root / table, table)
+        assert report.findings == [], report.findings
+        assert report.rows == 200
 
 
 @pytest.mark.slow
@@ -112,6 +117,8 @@ def test_compaction_while_appends_continue_loses_no_row(tmp_path: Path) -> None:
     assert compactions >= 1
     assert sorted(_keys(store, ValidationRow).elements()) == answered
     assert after < before or before == 1
+    for table in ("validations", "queries"):  # compactions interleaved with linked appends
+        assert verify_table(root / table, table).findings == []
 
 
 _FORKING_SERVER = """
