@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,7 +37,15 @@ from groundlock.policies.ruleset import load_ruleset
 from groundlock.stores.readers import InvalidRow, read_rows, sql_text
 from groundlock.stores.sink import AuditUnavailable
 
-__all__ = ["compact", "list_rows", "record_feedback", "show_record", "vacuum"]
+__all__ = [
+    "checkpoint",
+    "compact",
+    "list_rows",
+    "record_feedback",
+    "show_record",
+    "vacuum",
+    "verify",
+]
 
 _LIST_COLUMNS = ("timestamp_utc", "request_id", "run_id", "status", "failure_reason",
                  "policy_version", "citation_count", "latency_ms")  # fmt: skip
@@ -213,6 +222,77 @@ def vacuum(args: argparse.Namespace) -> int:
     for table, files in deleted.items():
         sys.stdout.write(f"{table}: {verb} {len(files)} file(s)\n")
     return 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Exit 0 when every chained table verifies (and the checkpoint holds), else 1."""
+    from groundlock.stores.verify import check_checkpoint  # noqa: PLC0415
+
+    if bool(args.key_file) != bool(args.checkpoint):
+        raise UsageError("--key-file and --checkpoint go together")
+    reports = _verify_store(args, since=args.since)
+    findings = [finding for report in reports for finding in report.findings]
+    if args.checkpoint:
+        try:
+            signed = json.loads(Path(args.checkpoint).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--checkpoint cannot be read ({type(exc).__name__})") from None
+        if not isinstance(signed, dict):
+            raise UsageError("--checkpoint is not a checkpoint")
+        findings += check_checkpoint(signed, _key(args.key_file), reports)
+    for report in reports:
+        sys.stdout.write(report.summary() + "\n")
+    for finding in findings:
+        sys.stdout.write(finding.line() + "\n")
+    if args.checkpoint and not findings:
+        sys.stdout.write("checkpoint: signature valid; the history holds every signed head\n")
+    return 1 if findings else 0
+
+
+def checkpoint(args: argparse.Namespace) -> int:
+    """Verify the whole trail, then write its heads, signed, to ``--checkpoint``."""
+    from groundlock.stores.verify import make_checkpoint  # noqa: PLC0415
+
+    if not args.key_file or not args.checkpoint:
+        raise UsageError("records checkpoint needs --key-file and --checkpoint")
+    target = Path(args.checkpoint)
+    if target.exists():
+        raise UsageError("--checkpoint exists: a checkpoint is never overwritten")
+    key = _key(args.key_file)
+    reports = _verify_store(args, since=0)
+    for report in reports:
+        sys.stdout.write(report.summary() + "\n")
+    try:
+        signed = make_checkpoint(reports, key)
+    except ValueError as exc:
+        for report in reports:
+            for finding in report.findings:
+                sys.stdout.write(finding.line() + "\n")
+        sys.stderr.write(f"groundlock: {exc}\n")
+        return 1
+    target.write_text(json.dumps(signed, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    sys.stdout.write(f"checkpoint written: {len(signed['tables'])} table head(s) signed\n")
+    return 0
+
+
+def _verify_store(args: argparse.Namespace, *, since: int) -> list[Any]:
+    from groundlock.stores.verify import CHAINED_TABLES, verify_table  # noqa: PLC0415
+
+    store = open_store(args)
+    if not store.local:
+        raise UsageError("records verify reads local tables only for now")
+    return [verify_table(Path(store.uri) / name, name, since=since) for name in CHAINED_TABLES]
+
+
+def _key(path: str) -> bytes:
+    """The key file's bytes, stripped of a trailing newline; never echoed."""
+    try:
+        key = Path(path).read_bytes().rstrip(b"\r\n")
+    except OSError as exc:
+        raise UsageError(f"--key-file cannot be read ({type(exc).__name__})") from None
+    if len(key) < 16:
+        raise UsageError("--key-file holds fewer than 16 bytes: too short a key")
+    return key
 
 
 def record_feedback(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""The audit-trail commands: ``records list|show|compact|vacuum`` and ``feedback``.
+"""The audit-trail commands: ``records list|show|verify|checkpoint|compact|vacuum``, ``feedback``.
 
 They read and maintain the store named by ``--store`` (or ``$GROUNDLOCK_STORE``). ``show``
 and ``feedback`` exit 1 when the request left no record, so a script can tell "not there"
@@ -20,7 +20,9 @@ _RUN = "groundlock.cli._records_run"
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``records`` (with its actions) and ``feedback`` to the command line."""
-    records = commands.add_parser("records", help="list, show, compact or vacuum audit rows")
+    records = commands.add_parser(
+        "records", help="list, show, verify, compact or vacuum audit rows"
+    )
     actions = records.add_subparsers(required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list validation rows, newest last")
     store_option(listing)
@@ -69,6 +71,27 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     vacuum.add_argument("--apply", action="store_true", help="delete (default: dry run)")
     vacuum.set_defaults(handler=deferred(_RUN, "vacuum"))
 
+    verify = actions.add_parser(
+        "verify", help="recompute the trail's hash chain from its data files (exit 1 if altered)"
+    )
+    store_option(verify)
+    verify.add_argument(
+        "--since",
+        type=_version,
+        default=0,
+        metavar="VERSION",
+        help="read the files of table versions from VERSION on (older links taken as recorded)",
+    )
+    _key_options(verify, checkpoint_help="a signed checkpoint to check the history against")
+    verify.set_defaults(handler=deferred(_RUN, "verify"))
+
+    checkpoint = actions.add_parser(
+        "checkpoint", help="verify, then sign each table's chain head (HMAC-SHA256) into a file"
+    )
+    store_option(checkpoint)
+    _key_options(checkpoint, checkpoint_help="where to write it (keep it away from the trail)")
+    checkpoint.set_defaults(handler=deferred(_RUN, "checkpoint"))
+
     feedback = commands.add_parser("feedback", help="record a rating of one answer")
     feedback.add_argument("request_id", help="the id of the request whose answer is rated")
     feedback.add_argument(
@@ -93,3 +116,24 @@ def _retention_hours(text: str) -> int:
     if not 0 <= hours <= _MAX_RETENTION_HOURS:
         raise argparse.ArgumentTypeError(f"must be 0 to {_MAX_RETENTION_HOURS:,} hours")
     return hours
+
+
+def _version(text: str) -> int:
+    """``--since``: a table version (a whole number from 0), or a usage error (exit 2)."""
+    try:
+        version = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a table version: {text!r}") from None
+    if version < 0:
+        raise argparse.ArgumentTypeError("a table version is 0 or more")
+    return version
+
+
+def _key_options(parser: argparse.ArgumentParser, *, checkpoint_help: str) -> None:
+    """``--key-file`` and ``--checkpoint``: the key is read from a file, never an argument."""
+    parser.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="the operator's checkpoint key (its bytes; never kept beside the trail)",
+    )
+    parser.add_argument("--checkpoint", metavar="FILE", help=checkpoint_help)
