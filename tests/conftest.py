@@ -1,23 +1,25 @@
 """Markers the fast subset of the suite leaves out (README, "Run the tests").
 
 ``-m "not spark and not browser and not slow"`` is the edit-test loop; CI runs everything.
-A test that takes the ``spark`` or ``browser`` fixture is marked here, so a new one cannot
-forget its marker and slip a JVM or a browser into the fast subset. ``slow`` is set by hand
-on the tests that take 1 s or more (measured with ``--durations=0``), and on those
-that take that long when run without the slow tests that warm their caches.
+A test that takes the ``spark``, ``browser`` or ``s3`` fixture is marked here (``s3`` as
+``objectstore``), so a new one cannot forget its marker and slip a JVM or a browser into
+the fast subset (the object-store tests stay in it: their server starts in a second).
+``slow`` is set by hand on the tests that take 1 s or more (measured with
+``--durations=0``), and on those that take that long when run without the slow tests that
+warm their caches.
 """
 
 from __future__ import annotations
 
 import pytest
 
-_MARKED_BY_FIXTURE = ("spark", "browser")
+_MARKED_BY_FIXTURE = {"spark": "spark", "browser": "browser", "s3": "objectstore"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test that takes the ``spark`` or ``browser`` fixture with its name."""
+    """Mark each test that takes the ``spark``, ``browser`` or ``s3`` fixture."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        for name in _MARKED_BY_FIXTURE:
+        for name, marker in _MARKED_BY_FIXTURE.items():
             if name in fixtures:
-                item.add_marker(name)
+                item.add_marker(marker)

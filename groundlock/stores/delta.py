@@ -48,7 +48,7 @@ from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, Val
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
 from groundlock.stores.keys import family_index, new_rows, rerun_of
-from groundlock.stores.location import delta_location, is_local
+from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
 from groundlock.stores.readers import sql_text
 from groundlock.stores.sink import AuditUnavailable
 from groundlock.stores.spool import (
@@ -137,6 +137,9 @@ class DeltaAuditStore:
         self.uri = delta_location(uri)
         self.local = is_local(self.uri)
         self.storage_options = dict(storage_options or {})
+        unsafe = unsafe_commit_setting(self.uri, self.storage_options)
+        if unsafe is not None:  # refused now, not after a commit is lost
+            raise ValueError(f"the audit trail refuses an unsafe S3 setting: {unsafe}")
         if spool_dir is not None:
             self.spool_dir = Path(spool_dir).absolute()
         elif self.local:
@@ -283,7 +286,7 @@ class DeltaAuditStore:
                 table = self._open(row_type, create=True)
             except BaseException as exc:  # noqa: BLE001  (any failure means: not available)
                 _reraise_interrupt(exc)  # delta-rs panics (BaseException) after a fork
-                return f"the {row_type.table} table cannot be opened ({_kind(exc)})"
+                return f"the {row_type.table} table cannot be opened ({_kind(exc)}: {_reason(exc)})"
             mismatch = _schema_problem(table, row_type)
             if mismatch and _add_new_columns(table, row_type):
                 mismatch = _schema_problem(self._open(row_type), row_type)
@@ -300,8 +303,9 @@ class DeltaAuditStore:
 
         uri = self.table_uri(row_type)
         options = self.storage_options or None
+        failed: Exception | None = None
         if create and not DeltaTable.is_deltatable(uri, storage_options=options):
-            with contextlib.suppress(Exception):  # a racing process may create it first
+            try:
                 DeltaTable.create(
                     uri,
                     arrow_schema(row_type),
@@ -309,7 +313,14 @@ class DeltaAuditStore:
                     configuration={"delta.appendOnly": "true"},
                     storage_options=options,
                 )
-        return DeltaTable(uri, storage_options=options)
+            except Exception as exc:  # noqa: BLE001  (a racing process may create it first)
+                failed = exc
+        try:
+            return DeltaTable(uri, storage_options=options)
+        except Exception:
+            if failed is not None:  # why it could not be created says more than "not found"
+                raise failed from None
+            raise
 
     # -- the flusher ------------------------------------------------------------------------
 
@@ -337,7 +348,9 @@ class DeltaAuditStore:
                 work(state)
             except BaseException as exc:  # noqa: BLE001
                 _reraise_interrupt(exc)
-                logger.error("audit flusher step failed (%s)", _kind(exc))  # noqa: TRY400
+                logger.error(  # noqa: TRY400
+                    "audit flusher step failed (%s: %s)", _kind(exc), _reason(exc)
+                )
 
     def _flush_own(self, state: _ProcessState) -> None:
         spool = state.spool
@@ -428,7 +441,9 @@ class DeltaAuditStore:
         except BaseException as exc:  # noqa: BLE001  (rows stay in the spool; retried next time)
             _reraise_interrupt(exc)
             # The class only: delta-rs messages quote URIs, and a URI may carry a credential.
-            logger.error("audit commit failed, rows kept in the spool (%s)", _kind(exc))  # noqa: TRY400
+            logger.error(  # noqa: TRY400
+                "audit commit failed, rows kept in the spool (%s: %s)", _kind(exc), _reason(exc)
+            )
             state.problem = self.problem()
             state.checked_at = time.monotonic()
             return
@@ -789,6 +804,33 @@ def _reraise_interrupt(exc: BaseException) -> None:
 def _kind(exc: BaseException) -> str:
     """The exception's class, not its text: delta-rs messages quote paths and URIs."""
     return type(exc).__name__
+
+
+_REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NoSuchBucket",), "the bucket does not exist"),
+    (("URL scheme is not allowed",), "plain http is refused (set AWS_ALLOW_HTTP=true)"),
+    (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403 Forbidden"),
+     "access denied (credentials or permissions)"),
+    (("Connection refused", "tcp connect error", "dns error", "failed to lookup address"),
+     "the endpoint cannot be reached"),
+    (("timed out",), "the endpoint did not answer in time"),
+    (("No files in log segment", "not a Delta table"), "not a Delta table"),
+)  # fmt: skip
+"""Text delta-rs (object_store) puts in an error, and the cause it means, in our words."""
+
+
+def _reason(exc: BaseException) -> str:
+    """A short cause for a store error, from a fixed vocabulary, never the error's text.
+
+    delta-rs messages quote endpoints, bucket paths and sometimes request URLs that may
+    carry a presigned credential, so the message itself is never shown; it is only matched
+    against known causes. An unknown cause says so; the class still names the kind.
+    """
+    text = str(exc)
+    for needles, reason in _REASONS:
+        if any(needle in text for needle in needles):
+            return reason
+    return "unrecognised cause"
 
 
 _STORES: weakref.WeakSet[DeltaAuditStore] = weakref.WeakSet()

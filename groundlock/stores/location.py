@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["delta_location", "is_local"]
+__all__ = ["delta_location", "is_local", "unsafe_commit_setting"]
 
 _UNOPENABLE = re.compile(r"[\[\]^|\\]|%[0-9A-Fa-f]{2}")
 
@@ -60,6 +61,46 @@ def delta_location(uri: str | os.PathLike[str]) -> str:
             "path may not hold '[', ']', '^', '|', '\\' or a %-escape such as %41)"
         )
     return path
+
+
+_S3_SCHEMES = ("s3://", "s3a://")
+_TRUE = ("1", "true", "yes", "on")
+
+
+def unsafe_commit_setting(uri: str, storage_options: Mapping[str, str]) -> str | None:
+    """Why ``uri`` on S3 could lose a commit under concurrent writers, or None.
+
+    delta-rs 1.x commits a version file on S3 with a conditional put (``If-None-Match``),
+    so two writers of one version cannot both win (delta-rs pull request 3091);
+    ``AWS_S3_LOCKING_PROVIDER=dynamodb`` serialises commits in DynamoDB instead. Two
+    settings turn that off: ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` (delta-rs's own opt-out,
+    documented as safe for one writer only) and ``AWS_CONDITIONAL_PUT=disabled``. The audit
+    trail has many writers by design (every process that records), so either is refused
+    unless a DynamoDB lock provider is set. Options are read as delta-rs reads them: keys
+    in any case, the ``AWS_`` prefix optional, the environment behind the options.
+    """
+    if not uri.startswith(_S3_SCHEMES):
+        return None
+    given = {key.upper().removeprefix("AWS_"): value for key, value in storage_options.items()}
+
+    def setting(name: str) -> str:
+        value = given.get(name, os.environ.get(f"AWS_{name}", ""))
+        return value.strip().lower()
+
+    if setting("S3_LOCKING_PROVIDER") == "dynamodb":
+        return None
+    if setting("S3_ALLOW_UNSAFE_RENAME") in _TRUE:
+        return (
+            "AWS_S3_ALLOW_UNSAFE_RENAME=true lets two writers overwrite each other's commit; "
+            "remove it (delta-rs commits with a conditional put) or set "
+            "AWS_S3_LOCKING_PROVIDER=dynamodb"
+        )
+    if setting("CONDITIONAL_PUT") == "disabled":
+        return (
+            "AWS_CONDITIONAL_PUT=disabled leaves commits without a conditional put; remove it "
+            "(or set it to etag) or set AWS_S3_LOCKING_PROVIDER=dynamodb"
+        )
+    return None
 
 
 def _named(character: str) -> str:
