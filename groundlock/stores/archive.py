@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from groundlock.contracts.audit_rows import EvidenceRow
 from groundlock.contracts.state import Judged
 from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.causes import store_error_cause
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import InvalidRow, TrailDamaged, read_table, valid_rows
 from groundlock.stores.sink import AuditUnavailable
@@ -154,6 +155,7 @@ class EvidenceArchive:
             table = self._open()
         except Exception as exc:  # noqa: BLE001  (a damaged log: named by kind, never by path)
             raise TrailDamaged(
-                f"the evidence archive cannot be opened ({type(exc).__name__})"
+                "the evidence archive cannot be opened "
+                f"({type(exc).__name__}: {store_error_cause(exc)})"
             ) from None
         return read_table(table, EvidenceRow, where, limit=limit, label="the evidence archive")

@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
+from groundlock.stores.causes import store_error_cause as _reason
 from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
 from groundlock.stores.readers import sql_text
@@ -804,33 +805,6 @@ def _reraise_interrupt(exc: BaseException) -> None:
 def _kind(exc: BaseException) -> str:
     """The exception's class, not its text: delta-rs messages quote paths and URIs."""
     return type(exc).__name__
-
-
-_REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("NoSuchBucket",), "the bucket does not exist"),
-    (("URL scheme is not allowed",), "plain http is refused (set AWS_ALLOW_HTTP=true)"),
-    (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403 Forbidden"),
-     "access denied (credentials or permissions)"),
-    (("Connection refused", "tcp connect error", "dns error", "failed to lookup address"),
-     "the endpoint cannot be reached"),
-    (("timed out",), "the endpoint did not answer in time"),
-    (("No files in log segment", "not a Delta table"), "not a Delta table"),
-)  # fmt: skip
-"""Text delta-rs (object_store) puts in an error, and the cause it means, in our words."""
-
-
-def _reason(exc: BaseException) -> str:
-    """A short cause for a store error, from a fixed vocabulary, never the error's text.
-
-    delta-rs messages quote endpoints, bucket paths and sometimes request URLs that may
-    carry a presigned credential, so the message itself is never shown; it is only matched
-    against known causes. An unknown cause says so; the class still names the kind.
-    """
-    text = str(exc)
-    for needles, reason in _REASONS:
-        if any(needle in text for needle in needles):
-            return reason
-    return "unrecognised cause"
 
 
 _STORES: weakref.WeakSet[DeltaAuditStore] = weakref.WeakSet()

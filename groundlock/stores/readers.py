@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from groundlock.contracts.audit_rows import TableRow
+from groundlock.stores.causes import store_error_cause
 from groundlock.stores.sink import AuditUnavailable
 
 if TYPE_CHECKING:
@@ -135,7 +136,8 @@ def read_rows(
         raise AuditUnavailable(f"the {row_type.table} table does not exist") from None
     except Exception as exc:  # noqa: BLE001  (a damaged log: named by kind, never by path)
         raise TrailDamaged(
-            f"the {row_type.table} table cannot be opened ({type(exc).__name__})"
+            f"the {row_type.table} table cannot be opened "
+            f"({type(exc).__name__}: {store_error_cause(exc)})"
         ) from None
     return read_table(table, row_type, where, order_by=order_by, limit=limit)
 
