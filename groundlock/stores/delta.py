@@ -46,8 +46,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
-from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
 from groundlock.stores.causes import store_error_cause as _reason
+from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
 from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
 from groundlock.stores.readers import sql_text
