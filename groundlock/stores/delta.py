@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.causes import store_error_cause as _reason
-from groundlock.stores.chain import Link, batch_digest, chain_head, model_row_hash
+from groundlock.stores.hashchain import Link, batch_digest, chain_head, model_row_hash
 from groundlock.stores.keys import family_index, new_rows, rerun_of
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
 from groundlock.stores.readers import sql_text
@@ -719,7 +719,7 @@ def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
 def _link(
     table: DeltaTable, row_type: type[TableRow], rows: Sequence[TableRow], writer: str
 ) -> dict[str, Any]:
-    """The chain link this append records (:mod:`groundlock.stores.chain`).
+    """The chain link this append records (:mod:`groundlock.stores.hashchain`).
 
     Read from the version this attempt writes on: the key guard makes a concurrent append
     fail rather than rebase, so a retry reads the new head and links to it.

@@ -3,7 +3,7 @@
 The verifier walks a table's Delta log commit by commit (the ``_delta_log`` JSON files,
 read directly: ``DeltaTable.history`` gives a commit's ``commitInfo`` but not the files it
 added), reads back the rows of every file a linked commit added, and recomputes the
-commit's digest (:mod:`groundlock.stores.chain`). What it reports, naming table, version
+commit's digest (:mod:`groundlock.stores.hashchain`). What it reports, naming table, version
 and file:
 
 * ``ROW_CHANGED``: a linked commit's rows no longer hash to its digest (a row edited,
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from groundlock.stores.chain import Link, batch_digest, genesis, link_of, row_hash
+from groundlock.stores.hashchain import Link, batch_digest, genesis, link_of, row_hash
 from groundlock.stores.readers import sql_text
 
 __all__ = [

@@ -17,7 +17,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from groundlock.stores import DeltaAuditStore, ValidationRow
 from groundlock.stores.arrow import to_arrow
-from groundlock.stores.chain import Link, batch_digest, model_row_hash
+from groundlock.stores.hashchain import Link, batch_digest, model_row_hash
 from groundlock.stores.verify import (
     Finding,
     TableReport,
