@@ -36,7 +36,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groundlock.cli._shared import (
     Parser,
@@ -85,12 +85,16 @@ def _report(args: argparse.Namespace) -> int:
     rows = [row for row in read if isinstance(row, ValidationRow)]
     feedback = [row for row in read if isinstance(row, FeedbackRow)]
     unread = [row for row in read if isinstance(row, InvalidRow)]
-    page = render_report(rows, feedback, since=since, until=until, unread=unread)
+    integrity = trail_integrity(store)
+    page = render_report(
+        rows, feedback, since=since, until=until, unread=unread, integrity=integrity
+    )
     try:
         args.out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
     sys.stdout.write(f"report of {len(rows)} request(s) written to {args.out}\n")
+    sys.stdout.write(integrity + "\n")
     if unread:
         sys.stdout.write(
             f"{len(unread)} row(s) could not be read (they break the row model): "
@@ -100,6 +104,28 @@ def _report(args: argparse.Namespace) -> int:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def trail_integrity(store: Any) -> str:  # noqa: ANN401  (a DeltaAuditStore, imported late)
+    """One line: whether the rows a tool reads verify against the trail's hash chain.
+
+    The whole chain of each table is checked, as ``records verify`` does; a report or a
+    replay of rows that do not verify says so before anyone relies on them.
+    """
+    from groundlock.stores.verify import CHAINED_TABLES, verify_table  # noqa: PLC0415
+
+    if not store.local:
+        return "trail integrity: not checked (records verify reads local tables only for now)"
+    reports = [verify_table(Path(store.uri) / name, name) for name in CHAINED_TABLES]
+    findings = [finding for report in reports for finding in report.findings]
+    if not findings:
+        return "trail integrity: verified (the hash chain of every table holds)"
+    first = findings[0].line()
+    return (
+        f"trail integrity: {len(findings)} problem(s) found; run groundlock records verify "
+        f"(first: {first})"
+    )
+
 
 _STATUS_COLOURS = {"OK": "#2e7d32", "NO_EVIDENCE": "#f9a825", "FAILED": "#c62828"}
 _MEDIAN_COLOUR, _MAXIMUM_COLOUR = "#0d47a1", "#64b5f6"
@@ -143,13 +169,15 @@ def render_report(
     until: datetime,
     generated_at: datetime | None = None,
     unread: Sequence[InvalidRow] = (),
+    integrity: str | None = None,
 ) -> str:
     """The report as one HTML document.
 
     The same rows, range and ``generated_at`` always give the same bytes: every listing is
     sorted, so two reports of one audit trail can be compared with ``diff``. ``unread``
     are the rows of the range that break their model: counted nowhere, each listed under
-    "Rows not read" with what it breaks.
+    "Rows not read" with what it breaks. ``integrity``: what verifying the trail's hash
+    chain said (``records verify``), shown under the title; None leaves it out.
     """
     generated = generated_at or datetime.now(UTC)
     anchors = _anchors(rows)
@@ -161,6 +189,7 @@ def render_report(
         "<h1>groundlock audit report</h1>",
         f"<p>Requests recorded from <b>{_e(_utc(since))}</b> to "
         f"<b>{_e(_utc(until))}</b> (UTC). Generated {_e(_utc(generated))}.</p>",
+        f"<p class='integrity'>{_e(integrity)}</p>" if integrity is not None else "",
         _summary(rows, feedback, anchors),
         _unread(unread),
         _breakdowns(rows),

@@ -77,3 +77,27 @@ def test_key_file_without_checkpoint_is_a_usage_error(
     code, _, err = _run(capsys, "records", "verify", "--store", str(root), "--key-file", "k")
     assert code == 2
     assert "go together" in err
+
+
+def test_report_says_whether_the_rows_it_reads_verify(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
+
+    from groundlock.contracts.audit_rows import ValidationRow  # noqa: PLC0415
+    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
+
+    page = tmp_path / "report.html"
+    argv = ("report", "--store", str(root), "--since", "2000-01-01", "--out", str(page))
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    assert out.splitlines()[-1] == "trail integrity: verified (the hash chain of every table holds)"
+    assert "trail integrity: verified" in page.read_text(encoding="utf-8")
+    # A row committed around the store (plain delta-rs): readable, and reported.
+    table = DeltaTable(str(root / "validations"))
+    write_deltalake(table, to_arrow(ValidationRow, [validation_row(request_id="x")]), mode="append")
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0  # the report is still written, and says what is wrong
+    assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")
+    assert "UNLINKED_COMMIT: validations version 4" in out
+    assert "1 problem(s) found" in page.read_text(encoding="utf-8")
