@@ -374,11 +374,26 @@ def replay(args: argparse.Namespace) -> int:
             for d in disagreements(r, validations[r.request_id or ""], queries[r.request_id or ""])
         ]
     result = _result(results, unreplayable, found, len(results) - len(keyed), other)
+    _with_integrity(result, store)
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
         _write_text(result)
     return 0 if result["ok"] else 1
+
+
+def _with_integrity(result: dict[str, Any], store: Any) -> None:  # noqa: ANN401  (a store)
+    """Say whether the trail cross-checked against (if any) verifies (its hash chain).
+
+    The rows a replay compares with are only as good as the trail: one that does not
+    verify makes no clean replay.
+    """
+    if store is None:
+        return
+    from groundlock.cli.report import trail_integrity  # noqa: PLC0415
+
+    result["trail_integrity"] = trail_integrity(store)
+    result["ok"] = result["ok"] and "problem(s) found" not in result["trail_integrity"]
 
 
 def _result(
@@ -476,6 +491,8 @@ def _write_text(result: dict[str, Any]) -> None:
             + (f"; {unchecked} without a request id not cross-checked" if unchecked else "")
             + "\n"
         )
+        if "trail_integrity" in result:
+            out.write(result["trail_integrity"] + "\n")
     else:
         out.write(
             "NOT cross-checked against the audit trail (no --store or $GROUNDLOCK_STORE): "

@@ -54,6 +54,27 @@ def test_an_untouched_archive_agrees_with_its_trail(
     assert code == 0, out
     assert "5 request(s) replayed; 4 prompt sha256 reproduced, 0 mismatched" in out
     assert "cross-checked against the audit trail: 5 request(s), 0 disagreement(s)" in out
+    assert "trail integrity: verified (the hash chain of every table holds)" in out
+
+
+def test_a_trail_that_does_not_verify_is_no_clean_replay(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
+
+    from groundlock.contracts.audit_rows import QueryRow  # noqa: PLC0415
+    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
+    from tests.stores.rows import query_row  # noqa: PLC0415
+
+    # A row committed around the store: every archived request still agrees with the
+    # trail, but the trail itself no longer verifies, so the replay is not clean.
+    table = DeltaTable(str(copy / "audit" / "queries"))
+    write_deltalake(table, to_arrow(QueryRow, [query_row(request_id="forged")]), mode="append")
+    code, out = _checked(capsys, copy)
+    assert code == 1, out
+    assert "0 disagreement(s)" in out
+    assert "trail integrity: 1 problem(s) found" in out
+    assert "UNLINKED_COMMIT: queries version" in out
 
 
 def test_a_nulled_prompt_sha256_is_a_mismatch(
