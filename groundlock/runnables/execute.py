@@ -417,19 +417,17 @@ class _Call:
         attempt = self._begin(messages)
         chunks: list[BaseMessage] = []
         try:
-            for chunk in self.model.stream(messages, self._streamed_config(config)):
-                self._check_stream(chunk)
-                text = str(chunk.text)
-                if text and not self.drifted:
-                    self.sent_text = True
-                    yield ModelText(text)
-                chunks.append(chunk)
+            for chunk in self.model.stream(messages, without_token_events(config)):
+                if (text := self._read_chunk(chunk, chunks)) is not None:
+                    yield text
         except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
             self._failed_attempt(attempt, messages, exc)
         return self._passed_attempt(attempt, messages, _joined(chunks))
 
-    def _check_stream(self, chunk: BaseMessage) -> None:
-        """Stop passing text on once a chunk names another model; end at the deadline.
+    def _read_chunk(self, chunk: BaseMessage, chunks: list[BaseMessage]) -> ModelText | None:
+        """Keep ``chunk``; its text for R5, unless the stream has drifted or has none.
+
+        Stops passing text on once a chunk names another model; ends at the deadline.
 
         The reply is still read to its end (the attempt's record keeps it), and the result
         fails ``MODEL_DRIFT`` as ``invoke``'s would; a stream that runs past the policy's
@@ -444,10 +442,12 @@ class _Call:
         if self.stage.clock() - self.start > self.limits.request_deadline_seconds:
             self.deadline_hit = True
             raise TimeoutError("the stream ran past the request deadline")
-
-    def _streamed_config(self, config: RunnableConfig) -> RunnableConfig:
-        """``config`` whose handlers hear no token of the model's stream (as with ``invoke``)."""
-        return without_token_events(config)
+        chunks.append(chunk)
+        text = str(chunk.text)
+        if not text or self.drifted:
+            return None
+        self.sent_text = True
+        return ModelText(text)
 
     def streamed(self, config: RunnableConfig) -> Iterator[ModelText | Answered]:
         """The model's text as it arrives, then the request's result (as ``invoke``'s)."""
@@ -484,14 +484,10 @@ class _Call:
                         started = self._begin(messages)
                         chunks: list[BaseMessage] = []
                         try:
-                            streamed = self._streamed_config(config)
-                            async for chunk in self.model.astream(messages, streamed):
-                                self._check_stream(chunk)
-                                text = str(chunk.text)
-                                if text and not self.drifted:
-                                    self.sent_text = True
-                                    yield ModelText(text)
-                                chunks.append(chunk)
+                            deaf = without_token_events(config)
+                            async for chunk in self.model.astream(messages, deaf):
+                                if (text := self._read_chunk(chunk, chunks)) is not None:
+                                    yield text
                         except Exception as exc:  # noqa: BLE001  (classified, recorded, re-raised)
                             self._failed_attempt(started, messages, exc)
                         message = self._passed_attempt(started, messages, _joined(chunks))
