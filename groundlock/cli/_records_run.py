@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from groundlock.cli._shared import (
     open_archive,
     open_store,
     table_lines,
-    where,
+    trail_query,
 )
 from groundlock.contracts.assembly import AnswerBundle
 from groundlock.contracts.audit_rows import (
@@ -34,8 +35,8 @@ from groundlock.contracts.audit_rows import (
 )
 from groundlock.core.firewall.parsed import parse_answer
 from groundlock.policies.ruleset import load_ruleset
-from groundlock.stores.readers import InvalidRow, read_rows, sql_text
-from groundlock.stores.sink import AuditUnavailable
+from groundlock.stores.readers import InvalidRow, sql_text
+from groundlock.stores.sink import AuditUnavailable, TrailQuery
 
 __all__ = [
     "checkpoint",
@@ -58,9 +59,8 @@ def list_rows(args: argparse.Namespace) -> int:
         raise UsageError("--since must be before --until")
     store = open_store(args)
     # One row more than asked: whether the listing is cut, and then say so.
-    newest = read_rows(
-        store, ValidationRow, where(args), order_by="timestamp_utc DESC", limit=args.limit + 1
-    )
+    query = replace(trail_query(args), newest_first=True, limit=args.limit + 1)
+    newest = store.rows(ValidationRow, query)
     cut = len(newest) > args.limit
     rows = newest[: args.limit][::-1]
     more = (
@@ -125,9 +125,10 @@ def show_record(args: argparse.Namespace) -> int:
         # As replay refuses it (exit 1): an archive named but absent is a mistake to
         # report, not "the sentence text is not archived".
         raise AuditUnavailable("the evidence archive does not exist")
-    condition = f"request_id = {sql_text(args.request_id)}"
+    condition = f"request_id = {sql_text(args.request_id)}"  # (for the archive)
+    asked = TrailQuery(request_ids=(args.request_id,))
     read: dict[str, list[Any]] = {
-        name: read_rows(store, row_type, condition)
+        name: store.rows(row_type, asked)
         for name, row_type in (
             ("validations", ValidationRow), ("queries", QueryRow), ("feedback", FeedbackRow),
         )
@@ -297,8 +298,7 @@ def _key(path: str) -> bytes:
 
 def record_feedback(args: argparse.Namespace) -> int:
     store = open_store(args)
-    condition = f"request_id = {sql_text(args.request_id)}"
-    if not read_rows(store, ValidationRow, condition, limit=1):
+    if not store.rows(ValidationRow, TrailQuery(request_ids=(args.request_id,), limit=1)):
         sys.stderr.write(f"groundlock: no audit record for request {args.request_id!r}\n")
         return 1
     try:

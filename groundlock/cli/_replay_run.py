@@ -41,10 +41,11 @@ from groundlock.core.prompt_build import build_prompt
 from groundlock.core.skipped import unanswered, unjudged
 from groundlock.policies.loader import available_policies, load_policy
 from groundlock.policies.model import Policy
-from groundlock.stores.readers import InvalidRow, read_rows, sql_text
+from groundlock.stores.readers import InvalidRow
+from groundlock.stores.sink import AuditReader, TrailQuery
 
 if TYPE_CHECKING:
-    from groundlock.stores.delta import DeltaAuditStore
+    pass
 
 __all__ = [
     "Disagreement",
@@ -307,12 +308,8 @@ def _shown(name: str, value: object) -> object:
     return value
 
 
-_TRAIL_CHUNK = 500
-"""Request ids per trail lookup (an IN list this long plans quickly)."""
-
-
 def _trail(
-    store: DeltaAuditStore, request_ids: set[str]
+    store: AuditReader, request_ids: set[str]
 ) -> tuple[dict[str, list[TrailRow]], dict[str, list[TrailRow]]]:
     """The trail's validations and queries rows of ``request_ids``, by request id, oldest first.
 
@@ -320,14 +317,11 @@ def _trail(
     """
     validations: dict[str, list[TrailRow]] = defaultdict(list)
     queries: dict[str, list[TrailRow]] = defaultdict(list)
-    ids = sorted(request_ids)
-    for start in range(0, len(ids), _TRAIL_CHUNK):
-        listed = ", ".join(sql_text(i) for i in ids[start : start + _TRAIL_CHUNK])
-        condition = f"request_id IN ({listed})"
-        for validation in read_rows(store, ValidationRow, condition):
-            validations[_get(validation, "request_id")].append(validation)
-        for query in read_rows(store, QueryRow, condition):
-            queries[_get(query, "request_id")].append(query)
+    asked = TrailQuery(request_ids=tuple(sorted(request_ids)))
+    for validation in store.rows(ValidationRow, asked):
+        validations[_get(validation, "request_id")].append(validation)
+    for query in store.rows(QueryRow, asked):
+        queries[_get(query, "request_id")].append(query)
     return validations, queries
 
 

@@ -25,6 +25,7 @@ from groundlock.stores.location import delta_location
 if TYPE_CHECKING:
     from groundlock.stores.archive import EvidenceArchive
     from groundlock.stores.delta import DeltaAuditStore
+    from groundlock.stores.sink import TrailQuery
 
 __all__ = [
     "Parser",
@@ -40,7 +41,7 @@ __all__ = [
     "sql_time",
     "store_option",
     "table_lines",
-    "where",
+    "trail_query",
 ]
 
 
@@ -255,27 +256,24 @@ def open_archive(uri: str) -> EvidenceArchive:
     return EvidenceArchive(uri)
 
 
-def where(args: argparse.Namespace) -> str:
-    """The SQL condition for the filters and the time range given on the command line."""
-    from groundlock.stores.readers import sql_text  # noqa: PLC0415  (the row models: not for --help)
+def trail_query(args: argparse.Namespace) -> TrailQuery:
+    """The typed trail query for the filters and the time range given on the command line."""
+    from groundlock.stores.sink import TrailQuery  # noqa: PLC0415  (the row models: not for --help)
 
-    conditions = []
-    for column in ("status", "failure_reason", "policy_version"):
-        value = getattr(args, column, None)
-        if value:
-            conditions.append(f"{column} = {sql_text(value)}")
-    if args.since:
-        conditions.append(f"timestamp_utc >= {sql_time(args.since)}")
-    if args.until:
-        conditions.append(f"timestamp_utc < {sql_time(args.until)}")
-    return " AND ".join(conditions)
+    return TrailQuery(
+        since=args.since,
+        until=args.until,
+        status=getattr(args, "status", None) or None,
+        failure_reason=getattr(args, "failure_reason", None) or None,
+        policy_version=getattr(args, "policy_version", None) or None,
+    )
 
 
 def sql_time(moment: datetime) -> str:
     """A SQL timestamp literal, in UTC (the tables store UTC)."""
-    from groundlock.stores.readers import sql_text  # noqa: PLC0415  (the row models: not for --help)
+    from groundlock.stores import delta_reads  # noqa: PLC0415  (the row models: not for --help)
 
-    return f"TIMESTAMP {sql_text(moment.astimezone(UTC).replace(tzinfo=None).isoformat() + 'Z')}"
+    return delta_reads.sql_time(moment)
 
 
 def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -43,9 +43,8 @@ from groundlock.cli._shared import (
     UsageError,
     open_store,
     range_options,
-    sql_time,
     store_option,
-    where,
+    trail_query,
 )
 
 if TYPE_CHECKING:
@@ -69,7 +68,8 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
 def _report(args: argparse.Namespace) -> int:
     # (The row models and their reader: for a report, not for the parser --help builds.)
     from groundlock.contracts.audit_rows import FeedbackRow, ValidationRow  # noqa: PLC0415
-    from groundlock.stores.readers import InvalidRow, read_rows  # noqa: PLC0415
+    from groundlock.stores.readers import InvalidRow  # noqa: PLC0415
+    from groundlock.stores.sink import TrailQuery  # noqa: PLC0415
 
     if args.since and args.until and args.since >= args.until:
         raise UsageError("--since must be before --until")
@@ -79,8 +79,8 @@ def _report(args: argparse.Namespace) -> int:
     until = args.until or max(datetime.now(UTC), args.since or _EPOCH)
     since = args.since or until - timedelta(days=7)
     args.since, args.until = since, until
-    window = f"timestamp_utc >= {sql_time(since)} AND timestamp_utc < {sql_time(until)}"
-    read = [*read_rows(store, ValidationRow, where(args)), *read_rows(store, FeedbackRow, window)]
+    window = TrailQuery(since=since, until=until)
+    read = [*store.rows(ValidationRow, trail_query(args)), *store.rows(FeedbackRow, window)]
     # A row that breaks its model is left out of every count and chart, and listed.
     rows = [row for row in read if isinstance(row, ValidationRow)]
     feedback = [row for row in read if isinstance(row, FeedbackRow)]

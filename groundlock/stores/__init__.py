@@ -1,4 +1,4 @@
-"""The audit trail: where audit rows go (:class:`AuditSink`), and the Delta Lake store.
+"""The audit trail: where rows go (:class:`AuditSink`), how tools read them, the Delta store.
 
 The row models are the audit contract (:mod:`groundlock.contracts.audit_rows`), re-exported
 here for readers of the tables.
@@ -17,9 +17,16 @@ if TYPE_CHECKING:
     from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, ValidationRow
     from groundlock.stores.archive import EvidenceArchive
     from groundlock.stores.delta import DeltaAuditStore
-    from groundlock.stores.sink import AuditSink, AuditUnavailable, MemoryAuditSink
+    from groundlock.stores.sink import (
+        AuditReader,
+        AuditSink,
+        AuditUnavailable,
+        MemoryAuditSink,
+        TrailQuery,
+    )
 
 __all__ = [
+    "AuditReader",
     "AuditSink",
     "AuditUnavailable",
     "DeltaAuditStore",
@@ -27,10 +34,12 @@ __all__ = [
     "FeedbackRow",
     "MemoryAuditSink",
     "QueryRow",
+    "TrailQuery",
     "ValidationRow",
 ]
 
 _LAZY: dict[str, str] = {
+    "AuditReader": "groundlock.stores.sink",
     "AuditSink": "groundlock.stores.sink",
     "AuditUnavailable": "groundlock.stores.sink",
     "DeltaAuditStore": "groundlock.stores.delta",
@@ -38,6 +47,7 @@ _LAZY: dict[str, str] = {
     "FeedbackRow": "groundlock.contracts.audit_rows",
     "MemoryAuditSink": "groundlock.stores.sink",
     "QueryRow": "groundlock.contracts.audit_rows",
+    "TrailQuery": "groundlock.stores.sink",
     "ValidationRow": "groundlock.contracts.audit_rows",
 }
 """Each public name and the module it is defined in."""

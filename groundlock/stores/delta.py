@@ -21,6 +21,11 @@ A request whose rows cannot be made durable raises :class:`AuditUnavailable`, an
 chain fails closed. So does a request while the tables cannot be opened, created, written,
 or have an incompatible schema: the store checks them before it accepts the first row of a
 process, and again after a commit fails for any reason other than a conflict.
+
+This module is the store's write half. Reading (:mod:`~groundlock.stores.delta_reads`),
+upkeep (:mod:`~groundlock.stores.delta_upkeep`) and the tables themselves
+(:mod:`~groundlock.stores.delta_tables`) live beside it; the class's read and upkeep
+methods delegate to them.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import time
 import uuid
 import weakref
 from asyncio import CancelledError
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,13 +50,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
-from groundlock.stores.arrow import arrow_schema, to_arrow
+from groundlock.stores.arrow import to_arrow
 from groundlock.stores.causes import store_error_cause as _reason
+from groundlock.stores.delta_reads import present as held_keys
+from groundlock.stores.delta_tables import (
+    TABLES,
+    add_new_columns,
+    open_table,
+    schema_problem,
+    writable,
+)
 from groundlock.stores.hashchain import Link, batch_digest, chain_head, model_row_hash
-from groundlock.stores.keys import family_index, new_rows, rerun_of
+from groundlock.stores.keys import family_index, new_rows
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
-from groundlock.stores.readers import sql_text
-from groundlock.stores.sink import AuditUnavailable
+from groundlock.stores.readers import InvalidRow, sql_text
+from groundlock.stores.sink import ALL_ROWS, AuditUnavailable, TrailQuery
 from groundlock.stores.spool import (
     SpoolError,
     SpoolWriter,
@@ -65,20 +78,14 @@ from groundlock.stores.spool import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from arro3.core import Field as ArrowField
-    from arro3.core import Schema
     from deltalake import DeltaTable
 
 __all__ = ["TABLES", "AuditUnavailable", "DeltaAuditStore", "SpoolEntry", "sql_text"]
 
 logger = logging.getLogger("groundlock.audit")
 
-TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
-"""Every audit table, by its row model."""
-
 RowT = TypeVar("RowT", bound=TableRow)
 
-_LOOKUP_CHUNK = 5_000
 _KEY_GUARD = "groundlock-key-guard"
 """The txn every append carries, so a key lookup and the append after it are serialised
 across writers: delta-rs refuses the second of two concurrent commits with the same app id."""
@@ -288,40 +295,19 @@ class DeltaAuditStore:
             except BaseException as exc:  # noqa: BLE001  (any failure means: not available)
                 _reraise_interrupt(exc)  # delta-rs panics (BaseException) after a fork
                 return f"the {row_type.table} table cannot be opened ({_kind(exc)}: {_reason(exc)})"
-            mismatch = _schema_problem(table, row_type)
-            if mismatch and _add_new_columns(table, row_type):
-                mismatch = _schema_problem(self._open(row_type), row_type)
+            mismatch = schema_problem(table, row_type)
+            if mismatch and add_new_columns(table, row_type):
+                mismatch = schema_problem(self._open(row_type), row_type)
             if mismatch:
                 return f"the {row_type.table} table {mismatch}"
-            if self.local and not _writable(Path(self.table_uri(row_type)) / "_delta_log"):
+            if self.local and not writable(Path(self.table_uri(row_type)) / "_delta_log"):
                 return f"the {row_type.table} table is not writable"
         return None
 
     # -- tables -----------------------------------------------------------------------------
 
     def _open(self, row_type: type[TableRow], *, create: bool = False) -> DeltaTable:
-        from deltalake import DeltaTable  # noqa: PLC0415  (never imported before a fork)
-
-        uri = self.table_uri(row_type)
-        options = self.storage_options or None
-        failed: Exception | None = None
-        if create and not DeltaTable.is_deltatable(uri, storage_options=options):
-            try:
-                DeltaTable.create(
-                    uri,
-                    arrow_schema(row_type),
-                    mode="ignore",
-                    configuration={"delta.appendOnly": "true"},
-                    storage_options=options,
-                )
-            except Exception as exc:  # noqa: BLE001  (a racing process may create it first)
-                failed = exc
-        try:
-            return DeltaTable(uri, storage_options=options)
-        except Exception:
-            if failed is not None:  # why it could not be created says more than "not found"
-                raise failed from None
-            raise
+        return open_table(self.table_uri(row_type), row_type, self.storage_options, create=create)
 
     # -- the flusher ------------------------------------------------------------------------
 
@@ -516,11 +502,11 @@ class DeltaAuditStore:
         if not keys:
             return rows
         ids = sorted({request_id for request_id, _ in keys})
-        present = self._present(table, ids, rows[0].outcome_fields)
+        present = held_keys(table, ids, rows[0].outcome_fields)
         placed = None
         if isinstance(rows[0], QueryRow):
             first = self._open(ValidationRow)
-            placed = family_index(self._present(first, ids, ValidationRow.outcome_fields))
+            placed = family_index(held_keys(first, ids, ValidationRow.outcome_fields))
         kept = []
         for row, rerun in new_rows(rows, present, _rerun, placed):  # in spool order
             if rerun:
@@ -528,110 +514,45 @@ class DeltaAuditStore:
             kept.append(row)
         return kept
 
-    def _present(
-        self, table: DeltaTable, ids: Sequence[str], outcome_fields: Sequence[str]
-    ) -> dict[tuple[str, str], tuple[object, ...]]:
-        """Every key ``table`` holds for ``ids``, with its outcome (the first row's)."""
-        present: dict[tuple[str, str], tuple[object, ...]] = {}
-        columns = "".join(f", t.{name}" for name in outcome_fields)
-        # A join with a VALUES list: DataFusion plans it far faster than a long IN list.
-        for start in range(0, len(ids), _LOOKUP_CHUNK):
-            values = ",".join(f"({sql_text(i)})" for i in ids[start : start + _LOOKUP_CHUNK])
-            sql = (
-                f"SELECT t.request_id, t.run_id{columns} FROM t "  # noqa: S608  (quoted)
-                f"JOIN (VALUES {values}) AS k(id) ON t.request_id = k.id"
-            )
-            for request_id, run_id, *outcome in self._query(table, sql):
-                present.setdefault((request_id, run_id or ""), tuple(outcome))
-        return present
-
-    @staticmethod
-    def _query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:
-        from groundlock.stores.readers import run_query  # noqa: PLC0415
-
-        # A read that fails names its table and data file (TrailDamaged), never a path.
-        name = table.table_uri.rstrip("/").rsplit("/", 1)[-1]
-        return run_query(table, sql, f"the {name} table")
-
     # -- reads and maintenance ----------------------------------------------------------------
+
+    def rows(self, row_type: type[RowT], query: TrailQuery = ALL_ROWS) -> list[RowT | InvalidRow]:
+        """The records ``query`` selects from one table (``AuditReader.rows``).
+
+        A table from an older groundlock, not yet upgraded by a writer, lacks the newer
+        (nullable) columns: they read as null, so a read-only auditor can still read it.
+        """
+        from groundlock.stores import delta_reads  # noqa: PLC0415
+
+        return delta_reads.rows(self, row_type, query)
 
     def select(
         self, row_type: type[RowT], where: str = "", *, order_by: str = "timestamp_utc",
         limit: int | None = None,
     ) -> list[RowT]:  # fmt: skip
-        """Rows of one table as row models, oldest first.
+        """Rows of one table as row models, oldest first, selected by a SQL condition.
 
         ``where`` is a SQL condition over the table's columns, with values quoted by
-        :func:`sql_text` (the CLI builds its filters this way). A table from an older
-        groundlock, not yet upgraded by a writer, lacks the newer (nullable) columns: they
-        read as null, so a read-only auditor can still read it. Raises
-        :class:`~groundlock.stores.readers.TrailDamaged` (one line, no path) when a data
-        file cannot be read or a row breaks its model; a reader that must show such a row
-        reads with :func:`~groundlock.stores.readers.read_rows` instead.
+        :func:`sql_text`; :meth:`rows` takes a typed query instead and is what the tools
+        use. Raises :class:`~groundlock.stores.readers.TrailDamaged` (one line, no path)
+        when a data file cannot be read or a row breaks its model.
         """
         from groundlock.stores.readers import read_rows, valid_rows  # noqa: PLC0415
 
         return valid_rows(read_rows(self, row_type, where, order_by=order_by, limit=limit))
 
     def executions(
-        self, keys: Sequence[tuple[str, str]]
+        self, keys: Collection[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[ValidationRow, ...]]:
         """Every recorded execution of each of ``keys``: its record first, then re-executions.
 
         ``keys`` are ``(request_id, run_id)`` pairs (``""`` for no run id); a key the trail
-        does not hold is absent (a trail not yet created holds none). The record is the
-        key's first validations row; a re-execution is one that ended otherwise, which the
-        trail keeps under a derived run id (``<run_id>~<n>``, :mod:`groundlock.stores.keys`),
-        oldest first. What a batch job reads to resume: a request already recorded, or
-        re-executed since (a passing failure answered, evidence that changed), is not
-        answered again. One
-        join per chunk of keys on the request id (DataFusion plans a VALUES join far faster
-        than a long IN list), filtered to the key's run id or its derived form: the other
-        runs of the same request ids are joined and dropped, not returned.
+        does not hold is absent (a trail not yet created holds none). What a batch job reads
+        to resume (:func:`groundlock.stores.keys.executions_of`).
         """
-        from deltalake import DeltaTable  # noqa: PLC0415
+        from groundlock.stores import delta_reads  # noqa: PLC0415
 
-        from groundlock.stores.readers import (  # noqa: PLC0415
-            InvalidRow,
-            TrailDamaged,
-            select_list,
-            table_row,
-        )
-
-        uri = self.table_uri(ValidationRow)
-        options = self.storage_options or None
-        wanted = sorted(set(keys))
-        if not wanted or not DeltaTable.is_deltatable(uri, storage_options=options):
-            return {}
-        table = self._open(ValidationRow)
-        present = {field.name for field in table.schema().fields}
-        columns = list(ValidationRow.model_fields)
-        selected = select_list(columns, present, prefix="t.")
-        asked = set(wanted)
-        records: dict[tuple[str, str], ValidationRow] = {}
-        reruns: dict[tuple[str, str], list[ValidationRow]] = {}
-        for start in range(0, len(wanted), _LOOKUP_CHUNK):
-            chunk = wanted[start : start + _LOOKUP_CHUNK]
-            values = ",".join(f"({sql_text(i)}, {sql_text(r)})" for i, r in chunk)
-            sql = (
-                f"SELECT {selected} FROM t JOIN (VALUES {values}) AS k(id, run) "  # noqa: S608
-                "ON t.request_id = k.id WHERE COALESCE(t.run_id, '') = k.run "
-                "OR starts_with(t.run_id, concat(k.run, '~')) ORDER BY t.timestamp_utc"
-            )
-            for row_values in self._query(table, sql):
-                row = table_row(ValidationRow, dict(zip(columns, row_values, strict=True)))
-                if isinstance(row, InvalidRow):  # never resumed from: the job fails, named
-                    raise TrailDamaged(row.describe())
-                request_id, run = row.request_id or "", row.run_id or ""  # joined: not null
-                if (request_id, run) in asked:
-                    records.setdefault((request_id, run), row)
-                # (Not elif: a key asked for may itself be another's re-execution.)
-                base = rerun_of(run, row.outcome_sha256)
-                if base is not None and (request_id, base) in asked:
-                    kept = reruns.setdefault((request_id, base), [])
-                    if row not in kept:  # joined twice (to a key and to its prefix's key)
-                        kept.append(row)
-        return {key: (record, *reruns.get(key, ())) for key, record in records.items()}
+        return delta_reads.executions(self, keys)
 
     def add_feedback(self, request_id: str, rating: int, comment: str | None = None) -> FeedbackRow:
         """Append one feedback row (a direct commit: feedback is rare and interactive)."""
@@ -654,49 +575,16 @@ class DeltaAuditStore:
         return row
 
     def compact(self) -> dict[str, dict[str, Any]]:
-        """Merge small files in every table; rows are unchanged (``dataChange=false``).
+        """Merge small files in every table (:func:`groundlock.stores.delta_upkeep.compact`)."""
+        from groundlock.stores import delta_upkeep  # noqa: PLC0415
 
-        Raises :class:`~groundlock.stores.readers.TrailDamaged` naming the table and the
-        data file when a file to merge is missing or unreadable.
-        """
-        from groundlock.stores.readers import TrailDamaged, damaged_file  # noqa: PLC0415
-
-        compacted = {}
-        for row_type in TABLES:
-            table = self._open(row_type)
-            try:
-                compacted[row_type.table] = table.optimize.compact()
-            except Exception as exc:
-                found = damaged_file(table, exc)
-                if found is None:
-                    raise
-                raise TrailDamaged(
-                    f"the {row_type.table} table cannot be compacted: its data file "
-                    f"{found[0]} is {found[1]}"
-                ) from None
-        return compacted
+        return delta_upkeep.compact(self)
 
     def vacuum(self, retention_hours: int, *, dry_run: bool = True) -> dict[str, list[str]]:
-        """Delete files no longer referenced and older than ``retention_hours``.
+        """Delete unreferenced old files (:func:`groundlock.stores.delta_upkeep.vacuum`)."""
+        from groundlock.stores import delta_upkeep  # noqa: PLC0415
 
-        Refuses a retention below ``min_vacuum_retention_hours``: a shorter one could delete
-        files that a reader (or time travel for an audit) still needs. Refuses one past
-        1,000,000 h (114 years) too: delta-rs panics on a retention past what its clock
-        holds, and reads 2**64 - 1 as a negative one, deleting every unreferenced file.
-        """
-        if not 0 <= retention_hours <= 1_000_000:
-            raise ValueError(f"retention of {retention_hours} h is not between 0 and 1,000,000 h")
-        if retention_hours < self.min_vacuum_retention_hours:
-            raise ValueError(
-                f"retention of {retention_hours} h is below the configured minimum of "
-                f"{self.min_vacuum_retention_hours} h"
-            )
-        return {
-            row_type.table: self._open(row_type).vacuum(
-                retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False
-            )
-            for row_type in TABLES
-        }
+        return delta_upkeep.vacuum(self, retention_hours, dry_run=dry_run)
 
 
 def _entries(path: Path) -> tuple[list[SpoolEntry], int]:
@@ -742,54 +630,6 @@ def _report_other_outcome(key: tuple[str, str]) -> None:
         key[0],
         key[1],
     )
-
-
-def _fields(schema: Schema) -> list[ArrowField]:
-    return [schema.field(i) for i in range(len(schema))]
-
-
-def _add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
-    """Upgrade a table an older groundlock created: add the nullable columns it lacks.
-
-    Only a table whose every column is still a row column of the same type qualifies, so an
-    unknown or retyped column stays an incompatible schema. Old rows read the new columns as
-    null. Two processes upgrading at once conflict; the loser finds the columns present.
-    Returns whether the table may have changed (the caller opens it again).
-    """
-    from deltalake.schema import Field  # noqa: PLC0415  (never imported before a fork)
-
-    want = {f.name: f for f in _fields(arrow_schema(row_type))}
-    have = _fields(table.schema().to_arrow())
-    if any(f.name not in want or str(f.type) != str(want[f.name].type) for f in have):
-        return False
-    names = {f.name for f in have}
-    missing = [f for name, f in want.items() if name not in names]
-    if not missing or not all(f.nullable for f in missing):
-        return False
-    with contextlib.suppress(Exception):  # a racing process may add them first
-        table.alter.add_columns([Field.from_arrow(f) for f in missing])
-    return True
-
-
-def _schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:
-    want = [(f.name, str(f.type), f.nullable) for f in _fields(arrow_schema(row_type))]
-    have = [(f.name, str(f.type), f.nullable) for f in _fields(table.schema().to_arrow())]
-    if sorted(want) != sorted(have):
-        return "has an incompatible schema"
-    if table.metadata().configuration.get("delta.appendOnly") != "true":
-        return "is not append-only"
-    return None
-
-
-def _writable(directory: Path) -> bool:
-    # os.access answers for root as if permissions did not apply: try a real write.
-    probe = directory / f".groundlock-probe-{os.getpid()}-{threading.get_ident()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError:
-        return False
-    return True
 
 
 def _reraise_interrupt(exc: BaseException) -> None:

@@ -17,10 +17,20 @@ planted. Rows written by that earlier form are still read as re-executions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-__all__ = ["RERUN_SEPARATOR", "KeyedRow", "family_index", "new_rows", "rerun_of"]
+if TYPE_CHECKING:
+    from groundlock.contracts.audit_rows import ValidationRow
+
+__all__ = [
+    "RERUN_SEPARATOR",
+    "KeyedRow",
+    "executions_of",
+    "family_index",
+    "new_rows",
+    "rerun_of",
+]
 
 RERUN_SEPARATOR = "~"
 """Between a run id and its re-execution number. Served client run ids may not hold it."""
@@ -125,3 +135,32 @@ def new_rows(
         family[derived] = outcome
         kept.append((rerun(row, derived), True))
     return kept
+
+
+def executions_of(
+    records: Iterable[ValidationRow], keys: Collection[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[ValidationRow, ...]]:
+    """Each of ``keys``' executions among ``records``: its record first, then re-executions.
+
+    ``records`` are validations rows oldest first, as the trail holds them (the key rule
+    applied), and may include rows of other keys. A key's record is its first row; its
+    re-executions are the rows under its derived run ids, oldest first. A key with no
+    record is absent. What a batch job reads to resume: a request already recorded, or
+    re-executed since, is not answered again.
+    """
+    asked = set(keys)
+    found: dict[tuple[str, str], ValidationRow] = {}
+    reruns: dict[tuple[str, str], list[ValidationRow]] = {}
+    for row in records:
+        request_id, run = row.request_id or "", row.run_id or ""
+        if row.request_id is None:
+            continue
+        if (request_id, run) in asked:
+            found.setdefault((request_id, run), row)
+        # (Not elif: a key asked for may itself be another's re-execution.)
+        base = rerun_of(run, row.outcome_sha256)
+        if base is not None and (request_id, base) in asked:
+            kept = reruns.setdefault((request_id, base), [])
+            if row not in kept:  # a reader may return a row twice (joined to two keys)
+                kept.append(row)
+    return {key: (record, *reruns.get(key, ())) for key, record in found.items()}

@@ -1,0 +1,156 @@
+"""The Delta store's read half: a :class:`~groundlock.stores.sink.TrailQuery` as SQL.
+
+:class:`~groundlock.DeltaAuditStore` answers :class:`~groundlock.stores.sink.AuditReader`
+through these functions. Every value of a query reaches DataFusion as a quoted literal
+(:func:`~groundlock.stores.readers.sql_text`), never as text of its own; the columns are
+ours. Lookups by many keys join a ``VALUES`` list, which DataFusion plans far faster than a
+long ``IN`` list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from groundlock.contracts.audit_rows import TableRow, ValidationRow
+from groundlock.stores.keys import executions_of
+from groundlock.stores.readers import (
+    InvalidRow,
+    TrailDamaged,
+    read_rows,
+    run_query,
+    select_list,
+    sql_text,
+    table_row,
+)
+from groundlock.stores.sink import TrailQuery
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+    from groundlock.stores.delta import DeltaAuditStore
+
+__all__ = ["LOOKUP_CHUNK", "executions", "present", "rows", "sql_time", "where_sql"]
+
+RowT = TypeVar("RowT", bound=TableRow)
+
+LOOKUP_CHUNK = 5_000
+"""Keys per lookup join."""
+_IDS_CHUNK = 500
+"""Request ids per ``IN`` list of a query (this long still plans quickly)."""
+
+
+def sql_time(moment: datetime) -> str:
+    """A SQL timestamp literal, in UTC (the tables store UTC)."""
+    return f"TIMESTAMP {sql_text(moment.astimezone(UTC).replace(tzinfo=None).isoformat() + 'Z')}"
+
+
+def where_sql(query: TrailQuery, ids: Sequence[str] | None = None) -> str:
+    """The SQL condition of ``query``'s filters; ``ids`` stands for its request ids."""
+    conditions = [
+        f"{name} = {sql_text(value)}"
+        for name in TrailQuery.VALUE_FILTERS
+        if (value := getattr(query, name)) is not None
+    ]
+    if query.since is not None:
+        conditions.append(f"timestamp_utc >= {sql_time(query.since)}")
+    if query.until is not None:
+        conditions.append(f"timestamp_utc < {sql_time(query.until)}")
+    if ids is not None:
+        conditions.append(f"request_id IN ({', '.join(sql_text(i) for i in ids)})")
+    return " AND ".join(conditions)
+
+
+def rows(
+    store: DeltaAuditStore, row_type: type[RowT], query: TrailQuery
+) -> list[RowT | InvalidRow]:
+    """The rows ``query`` selects from one of ``store``'s tables (see ``AuditReader.rows``)."""
+    query.check(row_type)
+    order = "timestamp_utc DESC" if query.newest_first else "timestamp_utc"
+    if query.request_ids is None:
+        return read_rows(store, row_type, where_sql(query), order_by=order, limit=query.limit)
+    ids = sorted(set(query.request_ids))
+    if not ids:
+        return []
+    # Many ids: one read per chunk, merged in order (the limit applies to the merge).
+    found: list[RowT | InvalidRow] = []
+    for start in range(0, len(ids), _IDS_CHUNK):
+        chunk = ids[start : start + _IDS_CHUNK]
+        found.extend(
+            read_rows(store, row_type, where_sql(query, chunk), order_by=order, limit=query.limit)
+        )
+    if len(ids) > _IDS_CHUNK:
+        found.sort(key=_moment, reverse=query.newest_first)
+    return found if query.limit is None else found[: query.limit]
+
+
+def _moment(row: TableRow | InvalidRow) -> tuple[int, str]:
+    """A sort key by time that an invalid row (its time unreadable) also has."""
+    value = row.get("timestamp_utc") if isinstance(row, InvalidRow) else row.timestamp_utc
+    if isinstance(value, datetime):
+        return (1, value.isoformat())
+    return (0, str(value))
+
+
+def present(
+    table: DeltaTable, ids: Sequence[str], outcome_fields: Sequence[str]
+) -> dict[tuple[str, str], tuple[object, ...]]:
+    """Every key ``table`` holds for ``ids``, with its outcome (the first row's)."""
+    found: dict[tuple[str, str], tuple[object, ...]] = {}
+    columns = "".join(f", t.{name}" for name in outcome_fields)
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        values = ",".join(f"({sql_text(i)})" for i in ids[start : start + LOOKUP_CHUNK])
+        sql = (
+            f"SELECT t.request_id, t.run_id{columns} FROM t "  # noqa: S608  (quoted)
+            f"JOIN (VALUES {values}) AS k(id) ON t.request_id = k.id"
+        )
+        for request_id, run_id, *outcome in query(table, sql):
+            found.setdefault((request_id, run_id or ""), tuple(outcome))
+    return found
+
+
+def query(table: DeltaTable, sql: str) -> list[tuple[Any, ...]]:
+    """``sql`` over ``table``; a failed read names its table and data file, never a path."""
+    name = table.table_uri.rstrip("/").rsplit("/", 1)[-1]
+    return run_query(table, sql, f"the {name} table")
+
+
+def executions(
+    store: DeltaAuditStore, keys: Collection[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[ValidationRow, ...]]:
+    """Each key's record and re-executions (see ``AuditReader.executions``).
+
+    One join per chunk of keys on the request id, filtered to the key's run id or its
+    derived form: the other runs of the same request ids are joined and dropped, not
+    returned. Which row is the record and which are re-executions is the key rule's
+    (:func:`~groundlock.stores.keys.executions_of`).
+    """
+    from deltalake import DeltaTable  # noqa: PLC0415  (never imported before a fork)
+
+    uri = store.table_uri(ValidationRow)
+    wanted = sorted(set(keys))
+    options = store.storage_options or None
+    if not wanted or not DeltaTable.is_deltatable(uri, storage_options=options):
+        return {}
+    table = store._open(ValidationRow)
+    fields = {field.name for field in table.schema().fields}
+    columns = list(ValidationRow.model_fields)
+    selected = select_list(columns, fields, prefix="t.")
+    read: list[ValidationRow] = []
+    for start in range(0, len(wanted), LOOKUP_CHUNK):
+        chunk = wanted[start : start + LOOKUP_CHUNK]
+        values = ",".join(f"({sql_text(i)}, {sql_text(r)})" for i, r in chunk)
+        sql = (
+            f"SELECT {selected} FROM t JOIN (VALUES {values}) AS k(id, run) "  # noqa: S608
+            "ON t.request_id = k.id WHERE COALESCE(t.run_id, '') = k.run "
+            "OR starts_with(t.run_id, concat(k.run, '~')) ORDER BY t.timestamp_utc"
+        )
+        for row_values in query(table, sql):
+            row = table_row(ValidationRow, dict(zip(columns, row_values, strict=True)))
+            if isinstance(row, InvalidRow):  # never resumed from: the job fails, named
+                raise TrailDamaged(row.describe())
+            read.append(row)
+    if len(wanted) > LOOKUP_CHUNK:
+        read.sort(key=lambda row: row.timestamp_utc)
+    return executions_of(read, wanted)

@@ -1,0 +1,115 @@
+"""The audit tables themselves: opening, creating and upgrading them, and checking them.
+
+Shared by the store's write, read and upkeep halves (:mod:`groundlock.stores.delta`,
+:mod:`~groundlock.stores.delta_reads`, :mod:`~groundlock.stores.delta_upkeep`). deltalake
+is imported inside each function, never at module level: nothing may touch delta-rs before
+a fork (see :mod:`groundlock.stores.delta`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
+from groundlock.stores.arrow import arrow_schema
+
+if TYPE_CHECKING:
+    from arro3.core import Field as ArrowField
+    from arro3.core import Schema
+    from deltalake import DeltaTable
+
+__all__ = ["TABLES", "add_new_columns", "open_table", "schema_problem", "writable"]
+
+TABLES: tuple[type[TableRow], ...] = (ValidationRow, QueryRow, FeedbackRow)
+"""Every audit table, by its row model."""
+
+
+def open_table(
+    uri: str,
+    row_type: type[TableRow],
+    storage_options: Mapping[str, str] | None,
+    *,
+    create: bool = False,
+) -> DeltaTable:
+    """The table at ``uri``; with ``create``, made first (append-only) if it does not exist.
+
+    A racing process may create it first: that is not a failure. When the table can be
+    neither created nor opened, the reason it could not be created is raised, as it says
+    more than "not found".
+    """
+    from deltalake import DeltaTable  # noqa: PLC0415  (never imported before a fork)
+
+    options = dict(storage_options) if storage_options else None
+    failed: Exception | None = None
+    if create and not DeltaTable.is_deltatable(uri, storage_options=options):
+        try:
+            DeltaTable.create(
+                uri,
+                arrow_schema(row_type),
+                mode="ignore",
+                configuration={"delta.appendOnly": "true"},
+                storage_options=options,
+            )
+        except Exception as exc:  # noqa: BLE001  (a racing process may create it first)
+            failed = exc
+    try:
+        return DeltaTable(uri, storage_options=options)
+    except Exception:
+        if failed is not None:
+            raise failed from None
+        raise
+
+
+def _fields(schema: Schema) -> list[ArrowField]:
+    return [schema.field(i) for i in range(len(schema))]
+
+
+def add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
+    """Upgrade a table an older groundlock created: add the nullable columns it lacks.
+
+    Only a table whose every column is still a row column of the same type qualifies, so an
+    unknown or retyped column stays an incompatible schema. Old rows read the new columns as
+    null. Two processes upgrading at once conflict; the loser finds the columns present.
+    Returns whether the table may have changed (the caller opens it again).
+    """
+    from deltalake.schema import Field  # noqa: PLC0415  (never imported before a fork)
+
+    want = {f.name: f for f in _fields(arrow_schema(row_type))}
+    have = _fields(table.schema().to_arrow())
+    if any(f.name not in want or str(f.type) != str(want[f.name].type) for f in have):
+        return False
+    names = {f.name for f in have}
+    missing = [f for name, f in want.items() if name not in names]
+    if not missing or not all(f.nullable for f in missing):
+        return False
+    with contextlib.suppress(Exception):  # a racing process may add them first
+        table.alter.add_columns([Field.from_arrow(f) for f in missing])
+    return True
+
+
+def schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:
+    """Why ``table`` cannot hold ``row_type``'s rows (its schema, not append-only), or None."""
+    want = [(f.name, str(f.type), f.nullable) for f in _fields(arrow_schema(row_type))]
+    have = [(f.name, str(f.type), f.nullable) for f in _fields(table.schema().to_arrow())]
+    if sorted(want) != sorted(have):
+        return "has an incompatible schema"
+    if table.metadata().configuration.get("delta.appendOnly") != "true":
+        return "is not append-only"
+    return None
+
+
+def writable(directory: Path) -> bool:
+    """Whether a file can be written in ``directory`` (a local table's log)."""
+    # os.access answers for root as if permissions did not apply: try a real write.
+    probe = directory / f".groundlock-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        return False
+    return True
