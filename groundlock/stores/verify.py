@@ -21,9 +21,18 @@ and file:
 * With a signed checkpoint: ``BAD_SIGNATURE``, ``TRUNCATED`` (the history ends before the
   checkpoint's version) and ``HISTORY_REWRITTEN`` (the link at that version differs).
 
+* ``LOG_UNREADABLE``: a commit file that is not Delta log JSON, or (no version named) a
+  log delta-rs cannot load that no gap explains.
+
+Local tables and tables on any object store delta-rs opens (``s3://``, ``az://``,
+``abfss://``...) are verified alike: the log and the files are read as bytes through
+:mod:`groundlock.stores.objectfiles` (delta-rs's own object store, with the storage
+options the store was given), an object store's log versions probed as
+:mod:`groundlock.stores.deltalog` describes, and each remote data file copied to a
+temporary file, read, and removed, one at a time.
+
 What no chain can show: a writer holding the tables *and* the checkpoint key can rewrite
-everything consistently; and without a checkpoint, a tail cut off cleanly. Local tables
-only for now (the log and files are read from disk).
+everything consistently; and without a checkpoint, a tail cut off cleanly.
 """
 
 from __future__ import annotations
@@ -31,16 +40,22 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import pairwise
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from groundlock.stores.deltalog import Commit, read_log
 from groundlock.stores.hashchain import Link, batch_digest, genesis, link_of, row_hash
+from groundlock.stores.objectfiles import TableFiles, table_files
 from groundlock.stores.readers import sql_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from groundlock.stores.delta import DeltaAuditStore
 
 __all__ = [
     "CHAINED_TABLES",
@@ -48,6 +63,7 @@ __all__ = [
     "TableReport",
     "check_checkpoint",
     "make_checkpoint",
+    "verify_store",
     "verify_table",
 ]
 
@@ -104,39 +120,6 @@ class TableReport:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Commit:
-    version: int
-    info: Mapping[str, Any]
-    adds: tuple[Mapping[str, Any], ...]
-    removes: tuple[Mapping[str, Any], ...]
-
-
-def _log(table_dir: Path) -> tuple[list[_Commit], list[int]]:
-    """Every commit in the log, oldest first, and the versions missing between them."""
-    versions = sorted(
-        int(path.stem) for path in (table_dir / "_delta_log").glob("*.json") if path.stem.isdigit()
-    )
-    commits = []
-    for version in versions:
-        info: Mapping[str, Any] = {}
-        adds, removes = [], []
-        text = (table_dir / "_delta_log" / f"{version:020d}.json").read_text(encoding="utf-8")
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            action = json.loads(line)
-            if "commitInfo" in action:
-                info = action["commitInfo"]
-            elif "add" in action:
-                adds.append(action["add"])
-            elif "remove" in action:
-                removes.append(action["remove"])
-        commits.append(_Commit(version, info, tuple(adds), tuple(removes)))
-    gaps = [v for a, b in pairwise(versions) for v in range(a + 1, b)]
-    return commits, gaps
-
-
 def _file_rows(path: Path) -> list[dict[str, Any]]:
     """Every row of one Parquet file as stored, a timestamp as integer microseconds.
 
@@ -167,24 +150,30 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
 class _Files:
     """Reads a table's data files once each, and says why one cannot be read."""
 
-    def __init__(self, table_dir: Path, compacted_away: set[str]) -> None:
-        self.table_dir = table_dir
+    def __init__(self, files: TableFiles, compacted_away: set[str]) -> None:
+        self.files = files
         self.compacted_away = compacted_away
         self._hashes: dict[str, list[bytes] | str] = {}
 
     def hashes(self, relative: str) -> list[bytes] | str:
         """The file's row hashes, or why there are none (``FILE_MISSING``, ...)."""
         if relative not in self._hashes:
-            path = self.table_dir / unquote(relative)
-            if not path.is_file():
-                gone = "FILE_COMPACTED_AWAY" if relative in self.compacted_away else "FILE_MISSING"
-                self._hashes[relative] = gone
-            else:
-                try:
-                    self._hashes[relative] = [row_hash(row) for row in _file_rows(path)]
-                except Exception:  # noqa: BLE001  (any failure to read is the finding)
-                    self._hashes[relative] = "FILE_UNREADABLE"
+            self._hashes[relative] = self._read(relative)
         return self._hashes[relative]
+
+    def _read(self, relative: str) -> list[bytes] | str:
+        try:
+            with self.files.local_copy(unquote(relative)) as path:
+                try:
+                    return [row_hash(row) for row in _file_rows(path)]
+                except Exception:  # noqa: BLE001  (any failure to read is the finding)
+                    return "FILE_UNREADABLE"
+        except FileNotFoundError:
+            return "FILE_COMPACTED_AWAY" if relative in self.compacted_away else "FILE_MISSING"
+
+    def size(self, relative: str) -> int | None:
+        """The file's size now, or None when it is gone."""
+        return self.files.size(unquote(relative))
 
 
 _WHY = {
@@ -197,30 +186,53 @@ _WHY = {
 }
 
 
-def verify_table(table_dir: Path, name: str, *, since: int = 0) -> TableReport:
-    """Recompute the chain of one local table, reading the files of versions >= ``since``.
+def verify_table(
+    location: str | os.PathLike[str],
+    name: str,
+    *,
+    since: int = 0,
+    storage_options: Mapping[str, str] | None = None,
+) -> TableReport:
+    """Recompute the chain of the table at ``location``, reading the files of versions >= ``since``.
 
-    Links before ``since`` are taken as recorded (their digests anchor the rest).
+    ``location`` is a local path or any URI delta-rs opens, with its ``storage_options``
+    (delta-rs reads the environment behind them). Links before ``since`` are taken as
+    recorded (their digests anchor the rest). A store error other than a missing file is
+    :class:`~groundlock.stores.sink.AuditUnavailable`, naming ``name`` and the cause.
     """
     report = TableReport(name)
-    if not (table_dir / "_delta_log").is_dir():
+    files = table_files(location, storage_options, label=name)
+    log = read_log(files, os.fspath(location), storage_options, label=name)
+    commits = log.commits
+    present = sorted([commit.version for commit in commits] + log.unreadable)
+    if not present:
         return report
-    commits, gaps = _log(table_dir)
-    if not commits:
-        return report
-    report.first_version, report.last_version = commits[0].version, commits[-1].version
+    report.first_version, report.last_version = present[0], present[-1]
     report.findings.extend(
-        Finding(name, v, "LOG_GAP", "this version's commit is missing from the log") for v in gaps
+        Finding(name, v, "LOG_GAP", "this version's commit is missing from the log")
+        for v in log.gaps
     )
+    report.findings.extend(
+        Finding(name, v, "LOG_UNREADABLE", "this version's commit file is not Delta log JSON")
+        for v in log.unreadable
+    )
+    if log.unloadable is not None:
+        report.findings.append(
+            Finding(
+                name, None, "LOG_UNREADABLE",
+                f"delta-rs cannot load this table's log ({log.unloadable}); no missing or "
+                "unreadable commit was found to explain it",
+            )
+        )  # fmt: skip
     compacted_away = {
         remove["path"]
         for commit in commits
         for remove in commit.removes
         if not remove.get("dataChange", True)
     }
-    files = _Files(table_dir, compacted_away)
+    data = _Files(files, compacted_away)
     head, seq = genesis(name), 0
-    if commits[0].version > 0:
+    if present[0] > 0:
         head = ""  # history before it was cleaned from the log: take its first link's prev
     for commit in commits:
         link = link_of(commit.info)
@@ -235,16 +247,26 @@ def verify_table(table_dir: Path, name: str, *, since: int = 0) -> TableReport:
                     )
                 )  # fmt: skip
             if commit.version >= since:
-                _check_link(report, files, commit, link)
+                _check_link(report, data, commit, link)
             head, seq = link.digest, link.seq
             report.head = (commit.version, seq, head)
             report.heads[commit.version] = (seq, head)
         elif commit.version >= since:
-            _check_unlinked(report, files, commit)
+            _check_unlinked(report, data, commit)
     return report
 
 
-def _check_link(report: TableReport, files: _Files, commit: _Commit, link: Link) -> None:
+def verify_store(store: DeltaAuditStore, *, since: int = 0) -> list[TableReport]:
+    """Verify each chained table of ``store``, wherever it lives, with its storage options."""
+    return [
+        verify_table(
+            f"{store.uri}/{name}", name, since=since, storage_options=store.storage_options
+        )
+        for name in CHAINED_TABLES
+    ]
+
+
+def _check_link(report: TableReport, files: _Files, commit: Commit, link: Link) -> None:
     hashes: list[bytes] = []
     adds = [add for add in commit.adds if add.get("dataChange", True)]
     for add in adds:
@@ -272,8 +294,7 @@ def _check_link(report: TableReport, files: _Files, commit: _Commit, link: Link)
 
 
 def _looks_changed(files: _Files, add: Mapping[str, Any]) -> bool:
-    path = files.table_dir / unquote(add["path"])
-    if path.stat().st_size != add.get("size"):
+    if files.size(add["path"]) != add.get("size"):
         return True
     try:
         recorded = json.loads(add.get("stats") or "{}").get("numRecords")
@@ -283,7 +304,7 @@ def _looks_changed(files: _Files, add: Mapping[str, Any]) -> bool:
     return recorded is not None and not isinstance(found, str) and len(found) != recorded
 
 
-def _check_unlinked(report: TableReport, files: _Files, commit: _Commit) -> None:
+def _check_unlinked(report: TableReport, files: _Files, commit: Commit) -> None:
     data_adds = [add for add in commit.adds if add.get("dataChange", True)]
     data_removes = [remove for remove in commit.removes if remove.get("dataChange", True)]
     if data_adds:
@@ -312,7 +333,7 @@ def _check_unlinked(report: TableReport, files: _Files, commit: _Commit) -> None
 def _check_compaction(
     report: TableReport,
     files: _Files,
-    commit: _Commit,
+    commit: Commit,
     moved_in: Sequence[Mapping[str, Any]],
     moved_out: Sequence[Mapping[str, Any]],
 ) -> None:
