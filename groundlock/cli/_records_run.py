@@ -277,12 +277,9 @@ def checkpoint(args: argparse.Namespace) -> int:
 
 
 def _verify_store(args: argparse.Namespace, *, since: int) -> list[Any]:
-    from groundlock.stores.verify import CHAINED_TABLES, verify_table  # noqa: PLC0415
+    from groundlock.stores.verify import verify_store  # noqa: PLC0415
 
-    store = open_store(args)
-    if not store.local:
-        raise UsageError("records verify reads local tables only for now")
-    return [verify_table(Path(store.uri) / name, name, since=since) for name in CHAINED_TABLES]
+    return verify_store(open_store(args), since=since)
 
 
 def _key(path: str) -> bytes:

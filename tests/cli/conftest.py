@@ -8,6 +8,7 @@ from groundlock import grounded_answer_chain
 from groundlock.stores import DeltaAuditStore
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
+from tests.stores.conftest import s3, s3_server  # noqa: F401  (moto's S3 server, a bucket)
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
 from groundlock.cli import main
+from groundlock.contracts.audit_rows import ValidationRow
 from groundlock.stores import DeltaAuditStore
+from groundlock.stores.arrow import to_arrow
+from tests.fakes.s3 import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.stores.places import S3Place
 from tests.stores.rows import query_row, validation_row
 
 
@@ -82,11 +87,6 @@ def test_key_file_without_checkpoint_is_a_usage_error(
 def test_report_says_whether_the_rows_it_reads_verify(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
-
-    from groundlock.contracts.audit_rows import ValidationRow  # noqa: PLC0415
-    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
-
     page = tmp_path / "report.html"
     argv = ("report", "--store", str(root), "--since", "2000-01-01", "--out", str(page))
     code, out, _ = _run(capsys, *argv)
@@ -101,3 +101,83 @@ def test_report_says_whether_the_rows_it_reads_verify(
     assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")
     assert "UNLINKED_COMMIT: validations version 4" in out
     assert "1 problem(s) found" in page.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def on_s3(s3: tuple[S3Server, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> S3Place:
+    """A trail of three commits in a bucket, and the AWS_* environment that reaches it."""
+    server, bucket = s3
+    place = S3Place(server, bucket, tmp_path / "spool")
+    store = place.store()
+    for number in range(3):
+        store.record(validation_row(request_id=f"r{number}"), query_row(request_id=f"r{number}"))
+        store.flush()
+    store.close()
+    for key, value in server.storage_options().items():  # as delta-rs reads them
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GROUNDLOCK_SPOOL_DIR", str(tmp_path / "cli-spool"))
+    return place
+
+
+def _added(place: S3Place, table: str, version: int) -> str:
+    log = place.read(f"{table}/_delta_log/{version:020d}.json").decode()
+    (path,) = [json.loads(line)["add"]["path"] for line in log.splitlines() if '"add"' in line]
+    return f"{table}/{path}"
+
+
+def _no_secret(place: S3Place, *texts: str) -> None:
+    for text in texts:
+        for secret in (ACCESS_KEY, SECRET_KEY, place.server.endpoint, place.bucket):
+            assert secret not in text
+
+
+def test_verify_on_s3_passes_an_untouched_trail_and_names_a_replaced_file(
+    on_s3: S3Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "records", "verify", "--store", on_s3.root)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("validations: versions 0-3, 3 linked commit(s), 3 row(s): verified")
+    assert lines[1].startswith("queries: versions 0-3, 3 linked commit(s), 3 row(s): verified")
+    victim = _added(on_s3, "queries", 2)
+    on_s3.write(victim, on_s3.read(_added(on_s3, "queries", 1)))
+    code, out, err = _run(capsys, "records", "verify", "--store", on_s3.root)
+    assert code == 1
+    assert f"ROW_CHANGED: queries version 2 file {victim.rsplit('/', 1)[-1]}: " in out
+    assert "validations: versions 0-3, 3 linked commit(s), 3 row(s): verified" in out
+    assert "queries: versions 0-3, 3 linked commit(s), 3 row(s): 1 problem(s)" in out
+    _no_secret(on_s3, out, err)
+
+
+def test_checkpoint_on_s3_then_truncation_is_found(
+    on_s3: S3Place, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "key"
+    key.write_text("an operator key kept elsewhere\n")
+    signed = tmp_path / "checkpoint.json"
+    argv = ("--store", on_s3.root, "--key-file", str(key), "--checkpoint", str(signed))
+    code, out, _ = _run(capsys, "records", "checkpoint", *argv)
+    assert (code, out.splitlines()[-1]) == (0, "checkpoint written: 2 table head(s) signed")
+    on_s3.delete(f"validations/_delta_log/{3:020d}.json")
+    code, out, err = _run(capsys, "records", "verify", *argv)
+    assert code == 1
+    assert "TRUNCATED: validations version 3: the history ends at version 2" in out
+    _no_secret(on_s3, out, err, signed.read_text())
+
+
+def test_report_on_s3_says_whether_the_trail_verifies(
+    on_s3: S3Place, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "report.html"
+    argv = ("report", "--store", on_s3.root, "--since", "2000-01-01", "--out", str(page))
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    assert out.splitlines()[-1] == "trail integrity: verified (the hash chain of every table holds)"
+    # A row committed around the store (plain delta-rs, the same AWS_* environment).
+    table = DeltaTable(f"{on_s3.root}/validations")
+    write_deltalake(table, to_arrow(ValidationRow, [validation_row(request_id="x")]), mode="append")
+    code, out, err = _run(capsys, *argv)
+    assert code == 0  # the report is still written, and says what is wrong
+    assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")
+    assert "UNLINKED_COMMIT: validations version 4" in out
+    _no_secret(on_s3, out, err, page.read_text(encoding="utf-8"))
