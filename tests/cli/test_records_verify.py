@@ -104,18 +104,25 @@ def test_report_says_whether_the_rows_it_reads_verify(
 
 
 @pytest.fixture
-def on_s3(s3: tuple[S3Server, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> S3Place:
-    """A trail of three commits in a bucket, and the AWS_* environment that reaches it."""
-    server, bucket = s3
-    place = S3Place(server, bucket, tmp_path / "spool")
+def s3_env(
+    s3: tuple[S3Server, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[S3Server, str]:
+    """moto's server and a bucket, reached through the AWS_* environment as delta-rs reads it."""
+    for key, value in s3[0].storage_options().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GROUNDLOCK_SPOOL_DIR", str(tmp_path / "cli-spool"))
+    return s3
+
+
+@pytest.fixture
+def on_s3(s3_env: tuple[S3Server, str], tmp_path: Path) -> S3Place:
+    """A trail of three commits in the bucket."""
+    place = S3Place(*s3_env, tmp_path / "spool")
     store = place.store()
     for number in range(3):
         store.record(validation_row(request_id=f"r{number}"), query_row(request_id=f"r{number}"))
         store.flush()
     store.close()
-    for key, value in server.storage_options().items():  # as delta-rs reads them
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GROUNDLOCK_SPOOL_DIR", str(tmp_path / "cli-spool"))
     return place
 
 
@@ -181,3 +188,15 @@ def test_report_on_s3_says_whether_the_trail_verifies(
     assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")
     assert "UNLINKED_COMMIT: validations version 4" in out
     _no_secret(on_s3, out, err, page.read_text(encoding="utf-8"))
+
+
+def test_verify_on_a_missing_bucket_names_the_cause_not_the_uri(
+    s3_env: tuple[S3Server, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "records", "verify", "--store", "s3://no-such-bucket-7f3/audit")
+    assert (code, out) == (1, "")
+    assert err == (
+        "groundlock: the validations table cannot be opened (OSError: the bucket does not exist)\n"
+    )
+    for secret in ("no-such-bucket-7f3", ACCESS_KEY, SECRET_KEY, s3_env[0].endpoint):
+        assert secret not in err
