@@ -5,17 +5,20 @@
 read directly (:mod:`groundlock.stores.objectfiles`).
 
 Which versions the log holds: a local folder is listed. An object store is not (delta-rs
-lists one only through pyarrow), so its versions are probed by reading
-``<version>.json``, starting from the version delta-rs loads (``DeltaTable.version()``:
-its log is contiguous from the last Delta checkpoint to there) and walking down, then up
-for commits that landed since. A version missing below another is a gap (``LOG_GAP``);
-below the oldest one left, Delta's log cleanup has removed the history (it deletes commits
-older than a checkpoint, oldest first). To tell the two apart without probing every
-cleaned version, a walk that meets a missing version probes further at doubling distances
-(1, 2, 4, ... and version 0): a commit left beyond is found in a few dozen requests, then
-the versions between are probed one by one. A commit left between two probes beyond a
-longer run of missing ones is not found; delta-rs cannot load such a table either, which
-the verifier reports as ``LOG_UNREADABLE`` when no gap explains it.
+lists one only through pyarrow), so its versions are probed by reading ``<version>.json``,
+starting from the version delta-rs loads (``DeltaTable.version()``: its log is contiguous
+from the last Delta checkpoint to there) and walking down, then up for commits that landed
+since (when delta-rs cannot load the table, from the version of its newest Delta checkpoint,
+else 0, both ways). A version missing below another is a gap (``LOG_GAP``); below the oldest
+one left, Delta's log cleanup has removed the history (it deletes commits older than a
+checkpoint, oldest first). To tell the two apart without probing every cleaned version, a
+walk that meets a missing version probes further at doubling distances (1, 2, 4, ... and
+version 0): a commit left beyond is found in a few dozen requests, then the versions between
+are probed one by one. A commit stranded between two probes is not found: below the oldest
+commit found it reads as cleaned history (as a deleted head of the log does; only a signed
+checkpoint shows either), and past the newest in a log delta-rs cannot load (the only case
+the walk up probes beyond a missing version), the verifier still reports the table
+(``LOG_UNREADABLE`` when no gap explains the failure).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """``records verify``: recompute each audit table's hash chain from its data files.
 
-The verifier walks a table's Delta log commit by commit (the ``_delta_log`` JSON files,
-read directly: ``DeltaTable.history`` gives a commit's ``commitInfo`` but not the files it
-added), reads back the rows of every file a linked commit added, and recomputes the
-commit's digest (:mod:`groundlock.stores.hashchain`). What it reports, naming table, version
-and file:
+The verifier walks a table's Delta log commit by commit (the ``_delta_log`` JSON files, read
+directly, :mod:`groundlock.stores.deltalog`), reads back the rows of every file a linked
+commit added, and recomputes the commit's digest (:mod:`groundlock.stores.hashchain`). What
+it reports, naming table, version and file:
 
 * ``ROW_CHANGED``: a linked commit's rows no longer hash to its digest (a row edited,
   added to or dropped from a file, or the file replaced); the file named is the one whose
@@ -17,12 +16,11 @@ and file:
   ``COMPACTION_CHANGED_ROWS``: a commit that only moves rows but whose new files do not
   hold exactly the rows of the files it removed.
 * ``CHAIN_BROKEN``: a link whose ``prev`` or ``seq`` does not follow the link before it
-  (a linked commit removed, replaced or inserted), ``LOG_GAP``: a log version missing.
+  (a linked commit removed, replaced or inserted), ``LOG_GAP``: a log version missing,
+  ``LOG_UNREADABLE``: a commit file that is not Delta log JSON, or (no version named) a
+  log delta-rs cannot load that no gap explains.
 * With a signed checkpoint: ``BAD_SIGNATURE``, ``TRUNCATED`` (the history ends before the
   checkpoint's version) and ``HISTORY_REWRITTEN`` (the link at that version differs).
-
-* ``LOG_UNREADABLE``: a commit file that is not Delta log JSON, or (no version named) a
-  log delta-rs cannot load that no gap explains.
 
 Local tables and tables on any object store delta-rs opens (``s3://``, ``az://``,
 ``abfss://``...) are verified alike: the log and the files are read as bytes through
