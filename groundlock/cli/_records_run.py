@@ -227,19 +227,19 @@ def vacuum(args: argparse.Namespace) -> int:
 
 def verify(args: argparse.Namespace) -> int:
     """Exit 0 when every chained table verifies (and the checkpoint holds), else 1."""
-    from groundlock.stores.verify import check_checkpoint  # noqa: PLC0415
+    from groundlock.stores.verify import (  # noqa: PLC0415
+        check_checkpoint,
+        waive_covered_truncation,
+    )
 
     if bool(args.key_file) != bool(args.checkpoint):
         raise UsageError("--key-file and --checkpoint go together")
     reports = _verify_store(args, since=args.since)
+    signed = _signed(args.checkpoint) if args.checkpoint else None
+    if signed is not None:
+        waive_covered_truncation(signed, _key(args.key_file), reports)
     findings = [finding for report in reports for finding in report.findings]
-    if args.checkpoint:
-        try:
-            signed = json.loads(Path(args.checkpoint).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--checkpoint cannot be read ({type(exc).__name__})") from None
-        if not isinstance(signed, dict):
-            raise UsageError("--checkpoint is not a checkpoint")
+    if signed is not None:
         findings += check_checkpoint(signed, _key(args.key_file), reports)
     for report in reports:
         sys.stdout.write(report.summary() + "\n")
@@ -248,6 +248,17 @@ def verify(args: argparse.Namespace) -> int:
     if args.checkpoint and not findings:
         sys.stdout.write("checkpoint: signature valid; the history holds every signed head\n")
     return 1 if findings else 0
+
+
+def _signed(path: str) -> dict[str, Any]:
+    """The checkpoint file's contents; a usage error when it is not one."""
+    try:
+        signed = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--checkpoint cannot be read ({type(exc).__name__})") from None
+    if not isinstance(signed, dict):
+        raise UsageError("--checkpoint is not a checkpoint")
+    return signed
 
 
 def checkpoint(args: argparse.Namespace) -> int:

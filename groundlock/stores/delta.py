@@ -53,16 +53,27 @@ from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, Val
 from groundlock.stores.arrow import to_arrow
 from groundlock.stores.causes import store_error_cause as _reason
 from groundlock.stores.delta_reads import present as held_keys
+from groundlock.stores.delta_reads import stored_row_hashes
 from groundlock.stores.delta_tables import (
     TABLES,
     add_new_columns,
+    keep_log,
+    log_cleanup_risk,
     open_table,
     schema_problem,
     writable,
 )
-from groundlock.stores.hashchain import Link, batch_digest, chain_head, model_row_hash
+from groundlock.stores.hashchain import (
+    EMPTY,
+    Link,
+    Running,
+    batch_digest,
+    chain_head,
+    model_row_hash,
+)
 from groundlock.stores.keys import family_index, new_rows
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
+from groundlock.stores.lthash import LtHash
 from groundlock.stores.readers import InvalidRow, sql_text
 from groundlock.stores.sink import ALL_ROWS, AuditUnavailable, TrailQuery
 from groundlock.stores.spool import (
@@ -300,6 +311,11 @@ class DeltaAuditStore:
                 mismatch = schema_problem(self._open(row_type), row_type)
             if mismatch:
                 return f"the {row_type.table} table {mismatch}"
+            if keep_log(table):
+                table = self._open(row_type)
+            risk = log_cleanup_risk(table)
+            if risk is not None:
+                logger.warning("audit: the %s table %s", row_type.table, risk)
             if self.local and not writable(Path(self.table_uri(row_type)) / "_delta_log"):
                 return f"the {row_type.table} table is not writable"
         return None
@@ -555,8 +571,14 @@ class DeltaAuditStore:
         return delta_reads.executions(self, keys)
 
     def add_feedback(self, request_id: str, rating: int, comment: str | None = None) -> FeedbackRow:
-        """Append one feedback row (a direct commit: feedback is rare and interactive)."""
-        from deltalake import write_deltalake  # noqa: PLC0415
+        """Append one feedback row: a direct commit (feedback is rare and interactive), linked.
+
+        Chained as the spool's appends are (:func:`_link`), and under the same key guard, so
+        two processes adding feedback at once cannot both link to one head: delta-rs refuses
+        the second commit, which reads the new head and tries again.
+        """
+        from deltalake import CommitProperties, Transaction, write_deltalake  # noqa: PLC0415
+        from deltalake.exceptions import CommitFailedError  # noqa: PLC0415
 
         row = FeedbackRow.model_validate(
             {
@@ -570,8 +592,26 @@ class DeltaAuditStore:
         problem = self.problem()
         if problem:
             raise AuditUnavailable(problem)
-        table = self._open(FeedbackRow)
-        write_deltalake(table, to_arrow(FeedbackRow, [row]), mode="append")
+        for attempt in range(1, self.commit_attempts + 1):
+            table = self._open(FeedbackRow)
+            guard = table.transaction_version(_KEY_GUARD) or 0
+            link = _link(table, FeedbackRow, [row], f"feedback-{os.getpid()}")
+            try:
+                write_deltalake(
+                    table,
+                    to_arrow(FeedbackRow, [row]),
+                    mode="append",
+                    commit_properties=CommitProperties(
+                        app_transactions=[Transaction(_KEY_GUARD, guard + 1)],
+                        custom_metadata={"groundlock.rows": "1", **link},
+                    ),
+                )
+            except CommitFailedError:
+                if attempt == self.commit_attempts:
+                    raise
+                time.sleep(min(2.0, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))  # noqa: S311
+                continue
+            break
         return row
 
     def compact(self) -> dict[str, dict[str, Any]]:
@@ -610,11 +650,28 @@ def _link(
     """The chain link this append records (:mod:`groundlock.stores.hashchain`).
 
     Read from the version this attempt writes on: the key guard makes a concurrent append
-    fail rather than rebase, so a retry reads the new head and links to it.
+    fail rather than rebase, so a retry reads the new head and links to it. The link's
+    running row set continues the head's; a table whose head has none (new, written by an
+    older groundlock, or never chained) starts it from every row it holds now.
     """
-    prev, seq = chain_head(table, row_type.table)
-    digest = batch_digest(row_type.table, prev, [model_row_hash(row) for row in rows])
-    return Link(seq + 1, prev, digest, len(rows), writer).metadata()
+    head = chain_head(table, row_type.table)
+    hashes = [model_row_hash(row) for row in rows]
+    running = (head.running or _rows_held(table, row_type)).plus(hashes)
+    digest = batch_digest(row_type.table, head.digest, hashes, running)
+    return Link(head.seq + 1, head.digest, digest, len(rows), writer, running).metadata()
+
+
+def _rows_held(table: DeltaTable, row_type: type[TableRow]) -> Running:
+    """The running sum of the rows ``table`` holds before its first format-2 link."""
+    if not table.file_uris():
+        return EMPTY
+    hashes = stored_row_hashes(table)
+    logger.info(
+        "audit: the %s table's row set starts from the %d row(s) it held before",
+        row_type.table,
+        len(hashes),
+    )
+    return Running(len(hashes), LtHash.of(hashes))
 
 
 def _rerun(row: RowT, run_id: str) -> RowT:

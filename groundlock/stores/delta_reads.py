@@ -14,10 +14,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from groundlock.contracts.audit_rows import TableRow, ValidationRow
+from groundlock.stores.hashchain import row_hash
 from groundlock.stores.keys import executions_of
 from groundlock.stores.readers import (
     InvalidRow,
     TrailDamaged,
+    query_batches,
     read_rows,
     run_query,
     select_list,
@@ -31,7 +33,15 @@ if TYPE_CHECKING:
 
     from groundlock.stores.delta import DeltaAuditStore
 
-__all__ = ["LOOKUP_CHUNK", "executions", "present", "rows", "sql_time", "where_sql"]
+__all__ = [
+    "LOOKUP_CHUNK",
+    "executions",
+    "present",
+    "rows",
+    "sql_time",
+    "stored_row_hashes",
+    "where_sql",
+]
 
 RowT = TypeVar("RowT", bound=TableRow)
 
@@ -154,3 +164,32 @@ def executions(
     if len(wanted) > LOOKUP_CHUNK:
         read.sort(key=lambda row: row.timestamp_utc)
     return executions_of(read, wanted)
+
+
+def stored_row_hashes(table: DeltaTable) -> list[bytes]:
+    """The :func:`~groundlock.stores.hashchain.row_hash` of every row ``table`` holds.
+
+    Values as stored, as the verifier reads them from a data file: a timestamp as integer
+    microseconds, a column a row's file lacks as null. What the first format-2 link of a
+    table that already holds rows starts its running row set from; read once per table.
+    """
+    from arro3.core import DataType  # noqa: PLC0415  (never imported before a fork)
+
+    schema = table.schema().to_arrow()
+    selected = []
+    for index in range(len(schema)):
+        column = schema.field(index)
+        quoted = '"' + column.name.replace('"', '""') + '"'
+        if DataType.is_timestamp(column.type):
+            selected.append(f"CAST({quoted} AS BIGINT) AS {quoted}")
+        else:
+            selected.append(quoted)
+    name = table.table_uri.rstrip("/").rsplit("/", 1)[-1]
+    hashes: list[bytes] = []
+    for batch in query_batches(table, f"SELECT {', '.join(selected)} FROM t", f"the {name} table"):  # noqa: S608  (our columns)
+        names = list(batch.schema.names)
+        columns = [column.to_pylist() for column in batch.columns]
+        hashes.extend(
+            row_hash(dict(zip(names, values, strict=True))) for values in zip(*columns, strict=True)
+        )
+    return hashes

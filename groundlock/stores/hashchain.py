@@ -4,12 +4,27 @@ A table's chain is a log over its own Delta versions, as Certificate Transparenc
 and QLDB's journal are a log over their entries: every commit the store makes to an audit
 table carries, in its ``commitInfo`` (delta-rs ``custom_metadata``), a *link*::
 
-    {"groundlock.chain": {"v": 1, "seq": 7, "prev": <hex>, "digest": <hex>,
-                          "rows": 5000, "writer": <spool writer id>}}
+    {"groundlock.chain": {"v": 2, "seq": 7, "prev": <hex>, "digest": <hex>,
+                          "rows": 5000, "writer": <spool writer id>,
+                          "total": 35000, "set": <base64 LtHash>}}
 
-where ``digest = sha256(tag, table, prev, rows, sorted row hashes)`` and a row's hash is
-the sha256 of its :func:`row_bytes`. ``seq`` counts the table's links from 1; the first
-link's ``prev`` is :func:`genesis` of the table.
+where ``digest = sha256(tag, table, prev, rows, sorted row hashes, total, set)`` and a row's
+hash is the sha256 of its :func:`row_bytes`. ``seq`` counts the table's links from 1; the
+first link's ``prev`` is :func:`genesis` of the table.
+
+``total`` and ``set`` (format 2) are the table's *running* row count and row-set hash
+(:class:`~groundlock.stores.lthash.LtHash`) after this commit: every row the table has been
+given, the commit's included. They are what survives a compaction and a vacuum: the
+verifier hashes every row in the table's live files, however they were regrouped, and
+compares the multiset with the newest link's ``set`` (:mod:`groundlock.stores.verify`). They
+are running sums rather than the commit's own, so that the newest link alone accounts for
+every row, also once Delta's log cleanup has removed older commits. Both are inside the
+digest, so neither can be swapped without breaking the chain. The first format-2 link of a
+table that already held rows (written by an older groundlock, or before the table was
+chained) starts its running sum from those rows: the rows before the chain are bound as
+they stood then, neither vouched for nor lost track of.
+
+Format 1 links (no ``total``, no ``set``) are read and verified as before.
 
 Why one chain per table, over versions, and not per writer: every append already carries
 the shared ``groundlock-key-guard`` txn (see :mod:`groundlock.stores.delta`), so delta-rs
@@ -32,19 +47,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from groundlock.contracts.audit_rows import TableRow
+from groundlock.stores.lthash import LtHash
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 __all__ = [
     "CHAIN_KEY",
+    "EMPTY",
+    "Head",
     "Link",
+    "Running",
     "batch_digest",
     "chain_head",
     "genesis",
@@ -56,9 +75,28 @@ __all__ = [
 
 CHAIN_KEY = "groundlock.chain"
 """The ``commitInfo`` key a link is stored under."""
-_FORMAT = 1
+_FORMATS = (1, 2)
 _TAG = b"groundlock-chain-v1\x00"
+_TAG_2 = b"groundlock-chain-v2\x00"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A table's running row count and row-set hash after a commit (format 2)."""
+
+    total: int
+    """Rows the table has been given, the commit's included."""
+    rowset: LtHash
+    """The LtHash of those rows."""
+
+    def plus(self, hashes: Sequence[bytes]) -> Running:
+        """The running sum after a commit of rows with these hashes."""
+        return Running(self.total + len(hashes), self.rowset + LtHash.of(hashes))
+
+
+EMPTY = Running(0, LtHash())
+"""Where a new table's running sum starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +113,33 @@ class Link:
     """How many rows the commit added."""
     writer: str
     """The spool writer that committed it (for the operator; not part of the digest)."""
+    running: Running | None = None
+    """The table's running count and row set after it (format 2); None in format 1."""
 
     def metadata(self) -> dict[str, Any]:
         """The ``custom_metadata`` entry that records this link in its commit."""
-        return {
-            CHAIN_KEY: {
-                "v": _FORMAT,
-                "seq": self.seq,
-                "prev": self.prev,
-                "digest": self.digest,
-                "rows": self.rows,
-                "writer": self.writer,
-            }
+        entry: dict[str, Any] = {
+            "v": 1 if self.running is None else 2,
+            "seq": self.seq,
+            "prev": self.prev,
+            "digest": self.digest,
+            "rows": self.rows,
+            "writer": self.writer,
         }
+        if self.running is not None:
+            entry["total"] = self.running.total
+            entry["set"] = self.running.rowset.text()
+        return {CHAIN_KEY: entry}
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a table's chain stands at a version: what the next link follows."""
+
+    digest: str
+    seq: int
+    running: Running | None
+    """The newest link's running sum; None when it is format 1 or there is no link."""
 
 
 def genesis(table: str) -> str:
@@ -126,36 +178,47 @@ def model_row_hash(row: TableRow) -> bytes:
     return row_hash(row.__dict__)
 
 
-def batch_digest(table: str, prev: str, hashes: Iterable[bytes]) -> str:
-    """A commit's digest: its table, the previous digest and its rows' hashes, as a multiset."""
+def batch_digest(
+    table: str, prev: str, hashes: Iterable[bytes], running: Running | None = None
+) -> str:
+    """A commit's digest: its table, the previous digest and its rows' hashes, as a multiset.
+
+    With ``running`` (format 2), the table's running count and row set are bound too.
+    """
     ordered = sorted(hashes)
-    digest = hashlib.sha256(_TAG)
+    digest = hashlib.sha256(_TAG if running is None else _TAG_2)
     digest.update(table.encode() + b"\x00" + bytes.fromhex(prev))
     digest.update(len(ordered).to_bytes(8, "big"))
     for item in ordered:
         digest.update(item)
+    if running is not None:
+        digest.update(running.total.to_bytes(8, "big") + running.rowset.digest())
     return digest.hexdigest()
 
 
 def link_of(commit_info: Mapping[str, Any]) -> Link | None:
     """The link a commit records, or None (no link, or one this version cannot read)."""
     raw = commit_info.get(CHAIN_KEY)
-    if not isinstance(raw, Mapping) or raw.get("v") != _FORMAT:
+    if not isinstance(raw, Mapping) or raw.get("v") not in _FORMATS:
         return None
     try:
+        running = None
+        if raw["v"] == 2:
+            running = Running(int(raw["total"]), LtHash.from_text(str(raw["set"])))
         return Link(
             seq=int(raw["seq"]),
             prev=str(raw["prev"]),
             digest=str(raw["digest"]),
             rows=int(raw["rows"]),
             writer=str(raw.get("writer", "")),
+            running=running,
         )
     except (KeyError, TypeError, ValueError):
         return None
 
 
-def chain_head(table: DeltaTable, name: str) -> tuple[str, int]:
-    """The digest and seq of the newest link at ``table``'s loaded version.
+def chain_head(table: DeltaTable, name: str) -> Head:
+    """Where the chain stands at ``table``'s loaded version: its newest link.
 
     Reads the newest commits only, widening the look until a link is found: the commits
     between two of our appends are few (a compaction, a schema upgrade). A table with no
@@ -166,7 +229,7 @@ def chain_head(table: DeltaTable, name: str) -> tuple[str, int]:
         for commit in history:  # newest first
             link = link_of(commit)
             if link is not None:
-                return link.digest, link.seq
+                return Head(link.digest, link.seq, link.running)
         if limit is None or len(history) < limit:
             break
-    return genesis(name), 0
+    return Head(genesis(name), 0, None)

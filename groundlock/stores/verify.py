@@ -35,6 +35,7 @@ everything consistently; and without a checkpoint, a tail cut off cleanly.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -45,8 +46,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from groundlock.stores.delta_tables import CHAIN_START
 from groundlock.stores.deltalog import Commit, read_log
-from groundlock.stores.hashchain import Link, batch_digest, genesis, link_of, row_hash
+from groundlock.stores.hashchain import Link, Running, batch_digest, genesis, link_of, row_hash
+from groundlock.stores.lthash import LtHash
 from groundlock.stores.objectfiles import TableFiles, table_files
 from groundlock.stores.readers import sql_text
 
@@ -63,10 +66,11 @@ __all__ = [
     "make_checkpoint",
     "verify_store",
     "verify_table",
+    "waive_covered_truncation",
 ]
 
-CHAINED_TABLES = ("validations", "queries")
-"""The tables the store links (feedback is committed directly and not linked yet)."""
+CHAINED_TABLES = ("validations", "queries", "feedback")
+"""The tables the store links (every append of theirs carries a link)."""
 _CHECKPOINT_FORMAT = "groundlock-trail-checkpoint-1"
 
 
@@ -102,6 +106,14 @@ class TableReport:
     heads: dict[int, tuple[int, str]] = field(default_factory=dict)
     """Every link's ``(seq, digest)`` by version, for a checkpoint to compare against."""
     findings: list[Finding] = field(default_factory=list)
+    unchained_rows: int = 0
+    """Rows of commits from before the table was chained (not checked, not findings)."""
+    live_rows: int | None = None
+    """Rows in the table's live files when their row set matched the chain's (else None)."""
+    moved_links: int = 0
+    """Format-2 links whose files a compaction replaced and a vacuum deleted."""
+    notes: list[str] = field(default_factory=list)
+    """What an operator should know that is not a finding (a waived log truncation...)."""
 
     def summary(self) -> str:
         """One line: what was checked, and its verdict."""
@@ -115,7 +127,23 @@ class TableReport:
         return (
             f"{self.table}: versions {self.first_version}-{self.last_version}, "
             f"{self.links} linked commit(s), {self.rows:,} row(s): {verdict}{head}"
+            + "".join(f"; {note}" for note in self._notes())
         )
+
+    def _notes(self) -> list[str]:
+        notes = []
+        if self.live_rows is not None:
+            notes.append(f"row set: the {self.live_rows:,} live row(s) are the chain's")
+        if self.moved_links and self.live_rows is None:
+            notes.append(
+                f"{self.moved_links} link(s) compacted and vacuumed, not checked (--since; a "
+                "full verify checks them through the row set)"
+            )
+        if self.unchained_rows:
+            notes.append(
+                f"{self.unchained_rows:,} row(s) unchained (written before the chain existed)"
+            )
+        return notes + self.notes
 
 
 def _file_rows(path: Path) -> list[dict[str, Any]]:
@@ -232,6 +260,8 @@ def verify_table(
     head, seq = genesis(name), 0
     if present[0] > 0:
         head = ""  # history before it was cleaned from the log: take its first link's prev
+        report.findings.insert(0, _truncated(name, present[0]))
+    start = _chain_start(name, commits)
     for commit in commits:
         link = link_of(commit.info)
         if link is not None:
@@ -249,8 +279,13 @@ def verify_table(
             head, seq = link.digest, link.seq
             report.head = (commit.version, seq, head)
             report.heads[commit.version] = (seq, head)
+        elif commit.version < start:
+            report.unchained_rows += _rows_added(commit)
         elif commit.version >= since:
             _check_unlinked(report, data, commit)
+    if commits and since <= commits[0].version:
+        live = _live_files(os.fspath(location), commits[-1].version, storage_options)
+        _check_row_set(report, data, commits, live)
     return report
 
 
@@ -269,6 +304,9 @@ def _check_link(report: TableReport, files: _Files, commit: Commit, link: Link) 
     adds = [add for add in commit.adds if add.get("dataChange", True)]
     for add in adds:
         found = files.hashes(add["path"])
+        if found == "FILE_COMPACTED_AWAY" and link.running is not None:
+            report.moved_links += 1  # its rows are checked in the row set (_check_row_set)
+            return
         if isinstance(found, str):
             report.findings.append(
                 Finding(report.table, commit.version, found, _WHY[found], (_name(add),))
@@ -276,7 +314,8 @@ def _check_link(report: TableReport, files: _Files, commit: Commit, link: Link) 
             return
         hashes.extend(found)
     report.rows += len(hashes)
-    if len(hashes) == link.rows and batch_digest(report.table, link.prev, hashes) == link.digest:
+    digest = batch_digest(report.table, link.prev, hashes, link.running)
+    if len(hashes) == link.rows and digest == link.digest:
         return
     suspects = tuple(_name(add) for add in adds if _looks_changed(files, add)) or tuple(
         _name(add) for add in adds
@@ -366,6 +405,258 @@ def _name(action: Mapping[str, Any]) -> str:
     return unquote(str(action["path"])).rsplit("/", 1)[-1]
 
 
+# -- the log's start, and rows before the chain -----------------------------------------------
+
+
+def _truncated(name: str, first: int) -> Finding:
+    return Finding(
+        name, first, "LOG_TRUNCATED",
+        "the log's commits before this version are gone (Delta's log cleanup, or deleted): "
+        "the links before it cannot be checked, and the chain is verified from the oldest "
+        "link left; a signed checkpoint at or after this version vouches for what came before",
+    )  # fmt: skip
+
+
+def _chain_start(name: str, commits: Sequence[Any]) -> float:
+    """The version from which every commit adding rows must be linked.
+
+    The table's creation or upgrade by a chaining groundlock (``CHAIN_START`` in its
+    ``commitInfo``), or its first link; the log's first version when the chain began before
+    it (a link after the first, in a truncated log). Commits before it are history written
+    before the chain existed. A table with neither is all history (never chained yet).
+    """
+    starts: list[float] = [c.version for c in commits if CHAIN_START in c.info]
+    for commit in commits:
+        link = link_of(commit.info)
+        if link is not None:
+            first = link.seq == 1 and link.prev == genesis(name)
+            starts.append(commit.version if first else commits[0].version)
+            break
+    return min(starts, default=float("inf"))
+
+
+def _rows_added(commit: Any) -> int:  # noqa: ANN401  (a log commit)
+    """Rows a commit added, by the counts its log records (files are not read)."""
+    total = 0
+    for add in commit.adds:
+        if add.get("dataChange", True):
+            with contextlib.suppress(TypeError, ValueError):
+                total += int(json.loads(add.get("stats") or "{}").get("numRecords") or 0)
+    return total
+
+
+# -- the row set: what survives a compaction and a vacuum ------------------------------------
+
+
+@dataclass
+class _Group:
+    """Files and commits whose rows can only be told apart as a whole (a compaction's)."""
+
+    versions: set[int] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    committed: Running = field(default_factory=lambda: Running(0, LtHash()))
+
+
+class _Groups:
+    """Union-find over file paths and commit versions."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, node: str) -> str:
+        self.parent.setdefault(node, node)
+        while self.parent[node] != node:
+            self.parent[node] = self.parent[self.parent[node]]
+            node = self.parent[node]
+        return node
+
+    def join(self, *nodes: str) -> None:
+        roots = [self.find(node) for node in nodes]
+        for root in roots[1:]:
+            self.parent[root] = roots[0]
+
+
+def _live_files(
+    location: str, version: int, storage_options: Mapping[str, str] | None = None
+) -> dict[str, Mapping[str, Any]] | None:
+    """The live data files at ``version`` as delta-rs reads the table (path, size, rows).
+
+    What a reader of the table sees, Delta checkpoint included: the rows to account for.
+    None when delta-rs cannot load the table (the log findings say why).
+    """
+    from deltalake import DeltaTable  # noqa: PLC0415
+
+    try:
+        table = DeltaTable(
+            location, version=version, storage_options=dict(storage_options or {}) or None
+        )
+        actions = table.get_add_actions(flatten=True)
+        columns = {name: actions.column(name).to_pylist() for name in actions.schema.names}
+    except Exception:  # noqa: BLE001  (an unloadable log is reported from the log itself)
+        return None
+    return {
+        unquote(str(path)): {"path": path, "size": size, "numRecords": records}
+        for path, size, records in zip(
+            columns["path"], columns["size_bytes"], columns["num_records"], strict=True
+        )
+    }
+
+
+def _check_row_set(
+    report: TableReport,
+    files: _Files,
+    commits: Sequence[Any],
+    live: Mapping[str, Mapping[str, Any]] | None,
+) -> None:
+    """The rows in the table's live files must be, as a multiset, the rows the chain holds.
+
+    Each format-2 link carries the table's running row set (:mod:`~groundlock.stores.lthash`),
+    so what is checked needs neither the commit's own files nor its log entry: a compaction
+    may have regrouped the rows and a vacuum deleted the originals. Where the check fails,
+    the files are narrowed to the *group* whose rows differ: the files and linked commits
+    that compactions mixed together (a group's rows can only be compared as a whole), and
+    within it the files whose size or row count differs from what the log recorded. Which
+    row changed cannot be named: a multiset hash says only that the rows differ, and the
+    counts whether rows were added or dropped. A group whose commits already have a finding
+    is not reported twice.
+    """
+    found = _groups(commits, live) if live is not None else None
+    if found is None or live is None:
+        return
+    reported: set[object] = {f.version for f in report.findings}
+    reported |= {name for f in report.findings for name in f.files}
+    matched, clean = 0, True
+    for group in found:
+        held = _held(report, files, live, group, reported)
+        if held is not None and held == group.committed:
+            matched += held.total
+            continue
+        clean = False
+        if held is not None and not group.versions & reported:
+            report.findings.append(_changed(report.table, files, live, group, held))
+    if clean:
+        report.live_rows = matched
+
+
+def _groups(
+    commits: Sequence[Any], live: Mapping[str, Mapping[str, Any]] | None
+) -> list[_Group] | None:
+    """The table's groups, each with the rows the chain committed to it; None: no row set.
+
+    Everything up to the first format-2 link (older links, rows from before the chain,
+    files the log's cleaned commits added) is one group, the *base*, whose rows that link's
+    running sum holds. After it, each format-2 link adds the difference between its running
+    sum and the one before to the group of its files; a compaction joins the groups of the
+    files it removed and added, and so does any other commit (an unlinked one adds nothing:
+    its rows are not the chain's, and make its group differ).
+    """
+    linked = [c.version for c in commits if (link := link_of(c.info)) and link.running]
+    if not linked or live is None:
+        return None
+    groups = _Groups()
+    contributions: dict[str, Running] = {}
+    previous: Running | None = None
+    waiting: list[str] = []  # a format-1 link after format 2: its rows join the next link's
+    for commit in commits:
+        node = f"v{commit.version}"
+        actions = [*commit.adds, *commit.removes]
+        groups.join(node, *(f"f:{unquote(str(a['path']))}" for a in actions))
+        link = link_of(commit.info)
+        running = link.running if link is not None else None
+        if commit.version <= linked[0]:
+            groups.join("base", node)
+            if running is not None:
+                contributions[node] = previous = running
+        elif running is not None and previous is not None:
+            contributions[node] = Running(
+                running.total - previous.total, running.rowset - previous.rowset
+            )
+            groups.join(node, *waiting)
+            waiting, previous = [], running
+        elif link is not None:
+            waiting.append(node)
+    added = {unquote(str(add["path"])) for commit in commits for add in commit.adds}
+    for path in live:
+        groups.join(f"f:{path}")
+        if path not in added:
+            groups.join("base", f"f:{path}")  # added before the log's first commit
+    found: dict[str, _Group] = {}
+    for node in list(groups.parent):
+        group = found.setdefault(groups.find(node), _Group())
+        if node.startswith("v"):
+            group.versions.add(int(node[1:]))
+        elif node.startswith("f:") and node[2:] in live:
+            group.paths.add(node[2:])
+    for node, running in contributions.items():
+        group = found[groups.find(node)]
+        group.committed = Running(
+            group.committed.total + running.total, group.committed.rowset + running.rowset
+        )
+    return list(found.values())
+
+
+def _held(
+    report: TableReport,
+    files: _Files,
+    live: Mapping[str, Mapping[str, Any]],
+    group: _Group,
+    reported: set[object],
+) -> Running | None:
+    """The running sum of the rows in ``group``'s live files; None if one cannot be read."""
+    held = Running(0, LtHash())
+    for path in sorted(group.paths):
+        found = files.hashes(str(live[path]["path"]))
+        if isinstance(found, str):
+            name = path.rsplit("/", 1)[-1]
+            if name not in reported:
+                report.findings.append(
+                    Finding(
+                        report.table, None, found, f"a live data file is {_GONE[found]}", (name,)
+                    )
+                )
+            return None
+        held = held.plus(found)
+    return held
+
+
+_GONE = {
+    "FILE_MISSING": "gone",
+    "FILE_COMPACTED_AWAY": "gone",
+    "FILE_UNREADABLE": "not readable as Parquet",
+}
+
+
+def _changed(
+    table: str,
+    files: _Files,
+    live: Mapping[str, Mapping[str, Any]],
+    group: _Group,
+    held: Running,
+) -> Finding:
+    committed = group.committed.total
+    if held.total > committed:
+        what = f"{held.total - committed} row(s) inserted"
+    elif held.total < committed:
+        what = f"{committed - held.total} row(s) dropped"
+    else:
+        what = "a row edited (or as many rows inserted as dropped)"
+    names = sorted(path.rsplit("/", 1)[-1] for path in group.paths)
+    suspects = sorted(
+        path.rsplit("/", 1)[-1]
+        for path in group.paths
+        if _looks_changed(files, {"path": live[path]["path"], "size": live[path]["size"],
+                                  "stats": json.dumps({"numRecords": live[path]["numRecords"]})})
+    )  # fmt: skip
+    versions = ", ".join(str(v) for v in sorted(group.versions)) or "none in the log"
+    where = "in no live file" if not names else f"in {len(names)} live file(s)"
+    return Finding(
+        table, None, "LIVE_ROWS_CHANGED",
+        f"the {held.total} row(s) {where} are not the {committed} row(s) the chain committed "
+        f"to them (commits at versions {versions}, regrouped by compaction): {what}",
+        tuple(suspects or names),
+    )  # fmt: skip
+
+
 # -- signed checkpoints -----------------------------------------------------------------------
 
 
@@ -443,3 +734,38 @@ def check_checkpoint(
                 )
             )  # fmt: skip
     return findings
+
+
+def waive_covered_truncation(
+    checkpoint: Mapping[str, Any], key: bytes, reports: Sequence[TableReport]
+) -> None:
+    """Clear ``LOG_TRUNCATED`` from each report whose cleaned history a checkpoint vouches for.
+
+    A checkpoint signed under ``key`` at a version the log still holds, whose link there is
+    the one signed, was made when the history before it verified (a checkpoint is never
+    signed over findings), and the links since chain back to it: the commits cleaned away
+    were checked then. The report keeps a note saying so. A checkpoint older than the
+    log's first version covers nothing (``check_checkpoint`` says ``UNCHECKABLE``).
+    """
+    body = {name: value for name, value in checkpoint.items() if name != "hmac_sha256"}
+    if body.get("format") != _CHECKPOINT_FORMAT or not hmac.compare_digest(
+        _mac(key, body), str(checkpoint.get("hmac_sha256", ""))
+    ):
+        return
+    by_name = {report.table: report for report in reports}
+    for name, entry in dict(body.get("tables") or {}).items():
+        report = by_name.get(name)
+        if report is None:
+            continue
+        version, digest = int(entry["version"]), str(entry["digest"])
+        cut = [f for f in report.findings if f.kind == "LOG_TRUNCATED"]
+        if (
+            cut
+            and report.first_version <= version
+            and report.heads.get(version, (0, ""))[1] == digest
+        ):
+            report.findings = [f for f in report.findings if f.kind != "LOG_TRUNCATED"]
+            report.notes.append(
+                f"log cleaned before version {report.first_version}, covered by the signed "
+                f"checkpoint at version {version}"
+            )
