@@ -523,8 +523,10 @@ def _check_row_set(
     found = _groups(commits, live) if live is not None else None
     if found is None or live is None:
         return
-    reported: set[object] = {f.version for f in report.findings}
-    reported |= {name for f in report.findings for name in f.files}
+    # Findings that explain rows differing; a vacuumed file or a cleaned log explains none.
+    explaining = [f for f in report.findings if f.kind not in _UNCHECKABLE]
+    reported: set[object] = {f.version for f in explaining}
+    reported |= {name for f in explaining for name in f.files}
     matched, clean = 0, True
     for group in found:
         held = _held(report, files, live, group, reported)
@@ -536,6 +538,9 @@ def _check_row_set(
             report.findings.append(_changed(report.table, files, live, group, held))
     if clean:
         report.live_rows = matched
+
+
+_UNCHECKABLE = frozenset({"FILE_COMPACTED_AWAY", "LOG_TRUNCATED"})
 
 
 def _groups(
