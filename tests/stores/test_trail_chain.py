@@ -211,22 +211,24 @@ def test_a_log_cut_below_its_first_commit_is_not_loadable(
     place, _ = trail
     place.delete(_commit_key(0))
     report = _verify(place)
-    assert _kinds(report) == [("LOG_UNREADABLE", None)]
-    assert "delta-rs cannot load this table's log" in report.findings[0].detail
+    assert _kinds(report) == [("LOG_TRUNCATED", 1), ("LOG_UNREADABLE", None)]
+    assert "delta-rs cannot load this table's log" in report.findings[1].detail
     assert report.first_version == 1
 
 
-def test_a_log_cleaned_below_a_delta_checkpoint_verifies_from_the_oldest_commit(
+def test_a_log_cleaned_below_a_delta_checkpoint_is_truncated_and_verifies_from_its_oldest_commit(
     trail: tuple[Place, DeltaAuditStore],
 ) -> None:
-    # What Delta's log cleanup leaves: a checkpoint, and the commits from it on.
+    # What Delta's log cleanup leaves: a checkpoint, and the commits from it on. The links
+    # before are gone (LOG_TRUNCATED); the one left still accounts for every row.
     place, _ = trail
     _table(place).create_checkpoint()
     for version in range(3):
         place.delete(_commit_key(version))
     report = _verify(place)
-    assert report.findings == []
+    assert _kinds(report) == [("LOG_TRUNCATED", 3)]
     assert (report.first_version, report.last_version, report.links) == (3, 3, 1)
+    assert report.live_rows == 12
 
 
 def test_compaction_keeps_the_trail_verifiable(trail: tuple[Place, DeltaAuditStore]) -> None:
@@ -235,6 +237,33 @@ def test_compaction_keeps_the_trail_verifiable(trail: tuple[Place, DeltaAuditSto
     report = _verify(place)
     assert report.findings == []
     assert report.last_version == 4
+
+
+def test_compaction_and_vacuum_keep_the_trail_verifiable(place: Place) -> None:
+    # The originals a compaction replaced are deleted: the row set still accounts for them.
+    store = _trail(place)
+    vacuuming = place.store(min_vacuum_retention_hours=0)
+    vacuuming.compact()
+    assert len(vacuuming.vacuum(0, dry_run=False)["validations"]) == 3
+    report = _verify(place)
+    assert report.findings == []
+    assert (report.moved_links, report.live_rows) == (3, 12)
+    del store
+
+
+def test_a_row_edited_after_compaction_and_vacuum_is_found(tmp_path: Path, place: Place) -> None:
+    store = _trail(place)
+    vacuuming = place.store(min_vacuum_retention_hours=0)
+    vacuuming.compact()
+    vacuuming.vacuum(0, dry_run=False)
+    rows = store.select(ValidationRow)
+    (compacted,) = _table(place).file_uris()
+    key = f"validations/{unquote(compacted.rsplit('/', 1)[-1])}"
+    edited = [rows[0].model_copy(update={"status": "FAILED"}), *rows[1:]]
+    place.write(key, _forged_file(tmp_path, edited))
+    report = _verify(place)
+    assert _kinds(report) == [("LIVE_ROWS_CHANGED", None)]
+    assert report.findings[0].files == (_name(key),)
 
 
 def _checkpoint(place: Place, key: bytes = KEY) -> dict[str, Any]:
