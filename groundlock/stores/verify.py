@@ -10,7 +10,18 @@ it reports, naming table, version and file:
   size or row count differs from what the commit recorded, else every file of the commit.
 * ``FILE_MISSING`` / ``FILE_UNREADABLE``: a file a linked commit added is gone or is not
   Parquet any more (``FILE_COMPACTED_AWAY`` when a compaction removed it and a vacuum
-  deleted it since: not tampering, but no longer checkable, see the README).
+  deleted it since, for a format-1 link: not tampering, but no longer checkable; a
+  format-2 link's rows are checked through the row set instead).
+* ``LIVE_ROWS_CHANGED`` (table-level, no version): the rows in the table's live files are
+  not, as a multiset, the rows the chain committed (each format-2 link carries the table's
+  running LtHash row set, :mod:`groundlock.stores.lthash`). This is what still finds an
+  edited, inserted or dropped row after a compaction and a vacuum. It names the files of
+  the smallest group that differs (the files and commits that compactions mixed), within
+  it those whose size or row count differs from the log's record, and says how many rows
+  were committed and are held; it cannot name the row.
+* ``LOG_TRUNCATED``: the log's first commit is not version 0 (Delta's log cleanup, or
+  commits deleted): the links before it cannot be checked. A signed checkpoint at a
+  version the log still holds waives it (:func:`waive_covered_truncation`).
 * ``UNLINKED_COMMIT``: a commit that adds rows without a link (rows committed by anything
   but the store), ``ROWS_REMOVED``: one that removes rows (``dataChange``), and
   ``COMPACTION_CHANGED_ROWS``: a commit that only moves rows but whose new files do not
@@ -28,6 +39,13 @@ Local tables and tables on any object store delta-rs opens (``s3://``, ``az://``
 options the store was given), an object store's log versions probed as
 :mod:`groundlock.stores.deltalog` describes, and each remote data file copied to a
 temporary file, read, and removed, one at a time.
+
+Rows committed before a table was chained (before the commit that created or upgraded it
+with the chain-start marker, or before its first link) are counted as *unchained*, not
+reported: they are history from an older groundlock (feedback was not chained before), and
+the first format-2 link binds them into its row set as they stood. A forger who inserts
+rows there by renumbering the log would be seen only through that row set, or a signed
+checkpoint.
 
 What no chain can show: a writer holding the tables *and* the checkpoint key can rewrite
 everything consistently; and without a checkpoint, a tail cut off cleanly.
@@ -540,6 +558,17 @@ def _check_row_set(
         report.live_rows = matched
 
 
+def _ranges(versions: Sequence[int]) -> str:
+    """``0-4, 7, 9-12``: a group's versions, short however many commits it mixed."""
+    spans: list[list[int]] = []
+    for version in versions:
+        if spans and version == spans[-1][1] + 1:
+            spans[-1][1] = version
+        else:
+            spans.append([version, version])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
 _UNCHECKABLE = frozenset({"FILE_COMPACTED_AWAY", "LOG_TRUNCATED"})
 
 
@@ -652,7 +681,7 @@ def _changed(
         if _looks_changed(files, {"path": live[path]["path"], "size": live[path]["size"],
                                   "stats": json.dumps({"numRecords": live[path]["numRecords"]})})
     )  # fmt: skip
-    versions = ", ".join(str(v) for v in sorted(group.versions)) or "none in the log"
+    versions = _ranges(sorted(group.versions)) or "none in the log"
     where = "in no live file" if not names else f"in {len(names)} live file(s)"
     return Finding(
         table, None, "LIVE_ROWS_CHANGED",
