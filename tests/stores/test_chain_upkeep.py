@@ -428,3 +428,28 @@ def _added(root: Path, table: str, version: int) -> set[str]:
     log = root / table / "_delta_log" / f"{version:020d}.json"
     actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return {action["add"]["path"] for action in actions if "add" in action}
+
+
+def test_feedback_from_racing_processes_stays_one_chain(tmp_path: Path) -> None:
+    # Four processes add feedback at once: the key guard makes delta-rs refuse a commit
+    # that raced another, whose writer links to the new head and tries again.
+    import multiprocessing  # noqa: PLC0415
+
+    root = tmp_path / "audit"
+    _trail(root, batches=1)
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_add_feedback, args=(str(root), n)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    report = _verify(root, "feedback")
+    assert report.findings == []
+    assert (report.links, report.live_rows) == (12, 12)
+
+
+def _add_feedback(root: str, worker: int) -> None:
+    store = DeltaAuditStore(root, flush_interval_seconds=30)
+    for number in range(3):
+        store.add_feedback(f"r0-{worker}", number + 1, f"worker {worker}")
