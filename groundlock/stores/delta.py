@@ -22,6 +22,10 @@ chain fails closed. So does a request while the tables cannot be opened, created
 or have an incompatible schema: the store checks them before it accepts the first row of a
 process, and again after a commit fails for any reason other than a conflict.
 
+Every append, feedback's included, carries its table's chain link
+(:mod:`groundlock.stores.hashchain`), read from the version it writes on and serialised by
+the shared key guard, so each table's chain stays linear however many processes write.
+
 This module is the store's write half. Reading (:mod:`~groundlock.stores.delta_reads`),
 upkeep (:mod:`~groundlock.stores.delta_upkeep`) and the tables themselves
 (:mod:`~groundlock.stores.delta_tables`) live beside it; the class's read and upkeep

@@ -3,6 +3,11 @@
 Kept apart from writing and reading because an operator runs it, not a request: it is
 where retention is enforced (a vacuum below the configured minimum is refused) and where a
 damaged file stops the work with its name rather than a delta-rs message quoting a path.
+
+Neither breaks the hash chain: a compaction carries no link and moves rows unchanged, and
+once a vacuum has deleted the files it replaced, ``records verify`` checks those rows through
+the running row set each format-2 link carries (:mod:`groundlock.stores.lthash`), not
+through their commits' own files.
 """
 
 from __future__ import annotations
