@@ -504,6 +504,9 @@ class DeltaAuditStore:
             except CommitFailedError:
                 if attempt == self.commit_attempts:
                     raise
+                # Counted by whoever watches contention (benchmarks/audit.py, the
+                # many-writer tests); routine with several writers, so not a warning.
+                logger.debug("audit commit conflict on the %s table; retrying", row_type.table)
                 # Conflicts with other writers: back off with jitter, then look again (the
                 # commit may even have landed).
                 time.sleep(min(2.0, 0.01 * 2**attempt) * random.uniform(0.5, 1.5))  # noqa: S311
