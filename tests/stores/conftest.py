@@ -7,12 +7,14 @@ in ``PLACES``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.s3 import S3Server, moto_s3
+from tests.stores.object_trail import ObjectTrail
 from tests.stores.places import LocalPlace, Place, S3Place
 
 
@@ -46,3 +48,22 @@ PLACES: dict[str, Callable[[pytest.FixtureRequest, Path], Place]] = {
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     """An empty place for a trail: each test runs on every backend."""
     return PLACES[request.param](request, tmp_path)
+
+
+OBJECT_STORES = ["s3"]
+"""The backends the many-writer tests run on (tests/stores/test_many_writers.py); another
+S3-like store joins by adding its name here and a branch to ``object_trail``."""
+
+
+@pytest.fixture(params=OBJECT_STORES)
+def object_trail(request: pytest.FixtureRequest) -> ObjectTrail:
+    """A new, empty trail location on one object store (a fresh bucket on moto's S3)."""
+    if request.param == "s3":
+        server, bucket = request.getfixturevalue("s3")
+        return ObjectTrail(
+            backend="s3",
+            uri=f"s3://{bucket}/audit",
+            storage_options=server.storage_options(),
+            copy_to=functools.partial(server.download, bucket, "audit"),
+        )
+    raise AssertionError(f"no fixture for the {request.param} backend")

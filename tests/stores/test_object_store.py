@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,7 @@ from groundlock import GenerationStatus, ReasonCode, grounded_answer_chain
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from tests.builders import make_bundle
-from tests.fakes.s3 import ACCESS_KEY, ROOT, SECRET_KEY, S3Server
+from tests.fakes.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.stores.rows import validation_row
 
 
@@ -150,35 +147,3 @@ def test_an_unreachable_endpoint_is_named_as_the_cause(
     log = _failed_with(store, caplog)
     assert "the endpoint cannot be reached" in log
     assert bucket not in log
-
-
-@pytest.mark.slow
-def test_two_hosts_writing_one_s3_trail_record_every_request_once(s3, tmp_path: Path) -> None:
-    # Two processes with their own spools (two hosts: nothing local is shared), configured
-    # through the AWS_* environment as delta-rs reads it; only S3 serialises their commits.
-    server, bucket = s3
-    root = f"s3://{bucket}/audit"
-    writers = []
-    for name in ("h1", "h2"):
-        env = {
-            **os.environ,
-            **server.storage_options(),
-            "GROUNDLOCK_SPOOL_DIR": str(tmp_path / name),
-        }
-        writers.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "tests.stores.writer_process", root, name, "40", "3"],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-        )
-    acknowledged = []
-    for writer in writers:
-        out, _ = writer.communicate(timeout=240)
-        assert writer.returncode == 0
-        acknowledged += out.split()
-    assert len(acknowledged) == 80
-    rows = _store(s3, tmp_path / "reader").select(ValidationRow)
-    assert sorted(r.request_id for r in rows) == sorted(acknowledged)

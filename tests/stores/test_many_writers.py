@@ -1,0 +1,252 @@
+"""Many writers on one object-store trail: processes, hosts, SIGKILL and a multi-worker server.
+
+The object-store counterpart of :mod:`tests.stores.test_store_processes`: real interpreters
+(:mod:`tests.stores.writer_process`, and ``groundlock serve`` with two uvicorn workers)
+write one trail on a real S3-protocol server (moto, over HTTP), and an auditor checks it
+afterwards: every acknowledged request is one row in each chained table, and the hash
+chain, recomputed from the committed files (:class:`~tests.stores.object_trail.ObjectTrail`
+copies them for ``verify_table``), shows no commit lost, replaced or reordered. Only the
+object store serialises the writers: each writer's spool is its own host's local disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from tests.builders import make_bundle
+from tests.stores.object_trail import ObjectTrail
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.objectstore]
+
+
+def _writer(
+    trail: ObjectTrail, spool: Path, prefix: str, count: int, flush_rows: int
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.stores.writer_process", trail.uri, prefix, str(count),
+         str(flush_rows)],
+        cwd=ROOT, env=trail.environment(spool), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _conflicts(stderr: str) -> int:
+    return sum(int(n) for n in re.findall(r"^conflicts-retried (\d+)$", stderr, re.MULTILINE))
+
+
+def _keys(store: DeltaAuditStore, row_type: type[ValidationRow] | type[QueryRow]) -> Counter[str]:
+    return Counter(row.request_id or "" for row in store.select(row_type))
+
+
+def _left_in(spools: list[Path]) -> list[str]:
+    return [path.name for spool in spools for path in spool.rglob("*.spool")]
+
+
+def _audit(trail: ObjectTrail, tmp_path: Path, answered: list[str]) -> dict[str, int]:
+    """The auditor's checks, shared by every trial; returns rows and linked commits."""
+    store = trail.store(tmp_path / "auditor")
+    validations, queries = _keys(store, ValidationRow), _keys(store, QueryRow)
+    assert all(validations[rid] == 1 for rid in answered), "an answered request has no row"
+    assert max(validations.values()) == 1, "a duplicate row"
+    assert queries == validations, "the two tables disagree"
+    reports = trail.verify(tmp_path)
+    for name, report in reports.items():
+        assert report.findings == [], [finding.line() for finding in report.findings]
+        assert report.rows == sum(validations.values()), name
+    return {
+        "rows": sum(validations.values()),
+        "commits": reports["validations"].links + reports["queries"].links,
+    }
+
+
+def test_writers_on_three_hosts_record_every_answer_once_in_one_chain(
+    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Six processes, two per host (a host's processes share its spool directory), start
+    # on an empty location at once: they race to create the tables, then to append.
+    hosts = [tmp_path / f"host{n}" for n in range(3)]
+    writers = [_writer(object_trail, hosts[n % 3], f"w{n}", 12, flush_rows=2) for n in range(6)]
+    outputs = [writer.communicate(timeout=300) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0] * 6, [err for _, err in outputs]
+    answered = [line for out, _ in outputs for line in out.split()]
+    assert len(answered) == 72
+    assert _left_in(hosts) == [], "a spool segment was left uncommitted"
+    counts = _audit(object_trail, tmp_path, answered)
+    assert counts["rows"] == 72
+    assert counts["commits"] >= 2 * 6  # each writer committed to both tables at least once
+    for name, value in {
+        **counts,
+        "conflicts_retried": _conflicts("".join(e for _, e in outputs)),
+    }.items():
+        request.node.user_properties.append((name, value))  # (for a --junitxml report)
+
+
+def test_sigkill_of_writers_on_an_object_store_loses_no_answered_request(
+    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # One writer runs throughout; five more on the same host are killed one after another at
+    # a random point (inside a request, a spool fsync, an upload or a commit), each soon
+    # after it started, often before it committed what its predecessors left. A last writer
+    # then runs to its end: at its start it adopts and commits whatever the killed ones
+    # spooled, so nothing is left for anyone else to recover.
+    rng = random.Random(31)
+    spool = tmp_path / "host"
+    steady = _writer(object_trail, spool, "steady", 30, flush_rows=3)
+    answered: list[str] = []
+    kills = 0
+    for trial in range(5):
+        process = _writer(object_trail, spool, f"k{trial}", 400, flush_rows=rng.choice([1, 3, 50]))
+        assert process.stdout is not None
+        for _ in range(rng.randint(1, 10)):
+            line = process.stdout.readline()
+            if not line:
+                break
+            answered.append(line.strip())
+        time.sleep(rng.uniform(0, 0.3))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        printed, _ = process.communicate()  # answered before the kill, read after it
+        answered += printed.split()
+    out, err = steady.communicate(timeout=300)
+    assert steady.returncode == 0, err
+    answered += out.split()
+    left = {path.name.split(".")[0] for path in spool.rglob("*.spool")}
+    successor = _writer(object_trail, spool, "after", 3, flush_rows=3)
+    out, _ = successor.communicate(timeout=300)
+    assert successor.returncode == 0
+    answered += out.split()
+    assert _left_in([spool]) == [], "the next process did not commit what the killed ones left"
+    counts = _audit(object_trail, tmp_path, answered)
+    assert len(answered) >= 5 + 30 + 3
+    for name, value in {
+        **counts, "answered": len(answered), "kills": kills, "conflicts_retried": _conflicts(err),
+        "killed_writers_with_rows_left_for_the_last": len(left),
+    }.items():  # fmt: skip
+        request.node.user_properties.append((name, value))  # (for a --junitxml report)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _workers(server: subprocess.Popen[str]) -> list[int]:
+    """uvicorn's live worker processes: the server's spawned children (not its resource
+    tracker, nor a killed worker not yet reaped)."""
+    workers = []
+    for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes() and state != "Z":
+                workers.append(int(pid))
+    return workers
+
+
+@contextlib.contextmanager
+def _served(
+    trail: ObjectTrail, spool: Path, workers: int
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "groundlock", "serve", "--port", str(port), "--workers",
+         str(workers), "--store", trail.uri],
+        cwd=ROOT, env=trail.environment(spool), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while len(_workers(server)) < workers or not _healthy(url):
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail(f"the server did not start: {server.communicate()[1][-2000:]}")
+            time.sleep(0.2)
+        yield url, server
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)  # the workers shut down and flush on exit
+        _, errors = server.communicate(timeout=120)
+    assert "PanicException" not in errors
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_a_server_with_two_workers_one_killed_loses_no_answered_request(
+    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # groundlock serve --workers 2 on the trail, four clients at once; one worker is killed
+    # in the middle, uvicorn starts another, and the clients go on. A request whose worker
+    # died before it answered is not acknowledged (the client saw an error), and may or
+    # may not have a row; every acknowledged one has exactly one.
+    spool = tmp_path / "host"
+    answered: list[str] = []
+    errors = 0
+    lock = threading.Lock()
+
+    def ask(number: int, client: httpx.Client, url: str) -> None:
+        nonlocal errors
+        request_id = f"s{number}"
+        try:
+            response = client.post(
+                f"{url}/answer/invoke", json={"input": make_bundle(request_id=request_id)},
+                timeout=60,
+            )  # fmt: skip
+            ok = response.status_code == 200 and response.json()["output"]["status"] == "OK"
+        except httpx.TransportError:
+            ok = False
+        with lock:
+            if ok:
+                answered.append(request_id)
+            else:
+                errors += 1
+
+    with _served(object_trail, spool, workers=2) as (url, server), httpx.Client() as client:
+        first = _workers(server)
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda n: ask(n, client, url), range(20)))
+            during = pool.map(lambda n: ask(n, client, url), range(20, 60))
+            while len(answered) + errors < 25:  # killed while requests are in flight
+                time.sleep(0.01)
+            victim = random.Random(21).choice(first)
+            os.kill(victim, signal.SIGKILL)
+            list(during)
+            deadline = time.monotonic() + 60
+            while victim in _workers(server) or len(_workers(server)) < 2:
+                assert time.monotonic() < deadline, "uvicorn did not replace the killed worker"
+                time.sleep(0.2)
+            list(pool.map(lambda n: ask(n, client, url), range(60, 90)))
+    assert len(answered) >= 80, errors
+    auditor = object_trail.store(spool)
+    auditor.recover()  # a worker started later on this host would do the same
+    auditor.close()
+    assert _left_in([spool]) == []
+    counts = _audit(object_trail, tmp_path, answered)
+    for name, value in {**counts, "answered": len(answered), "not_answered": errors}.items():
+        request.node.user_properties.append((name, value))  # (for a --junitxml report)
