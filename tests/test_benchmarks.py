@@ -81,3 +81,32 @@ def test_the_stream_benchmark_reports_both_modes_against_the_model(monkeypatch, 
     assert re.search(r"progressive: first validated sentence at \d+\.\d+x", out)
     assert re.search(r"buffered: response [\d.]+ ms after the model's last token", out)
     assert "R5 alone on the whole answer" in out
+
+
+@pytest.mark.slow
+@pytest.mark.objectstore
+def test_the_audit_benchmark_reports_concurrent_writers_per_backend(monkeypatch, capsys):
+    # At a tiny size: two writer processes on a local directory and on moto's S3; the
+    # benchmark itself fails if a row is lost or duplicated, so a printed line is a clean run.
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its own imports (chain.py)
+    from benchmarks import audit  # noqa: PLC0415  (a script, imported as a module)
+
+    monkeypatch.setattr(
+        sys, "argv",
+        ["audit.py", "--requests", "5", "--rows", "50", "--backend", "local", "--backend", "s3",
+         "--writers", "2", "--per-writer", "10", "--flush-rows", "4"],
+    )  # fmt: skip
+    audit.main()
+    out = capsys.readouterr().out
+    assert "RecordValidation alone, 5 requests" in out  # the first two sections still run
+    assert re.search(r"flusher: 50 validation rows", out)
+    for backend in ("local", "s3"):
+        line = re.search(
+            rf"{backend}\s+2 writers\s+(\d+) rows in .* rows/s\s+(\d+) commits\s+(\d+) conflicts",
+            out,
+        )
+        assert line, out
+        rows, commits, _ = (int(group) for group in line.groups())
+        assert rows == 20
+        assert commits >= 2  # both tables, at least one commit each
