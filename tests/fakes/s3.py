@@ -41,19 +41,10 @@ class S3Server:
             **extra,
         }
 
-    def client(self) -> Any:
-        """A boto3 S3 client for this server (for setting up and inspecting buckets)."""
-        import boto3  # noqa: PLC0415  (test-only dependency, loaded by the tests that use it)
-
-        return boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
-            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-        )  # fmt: skip
-
     def new_bucket(self) -> str:
         """Create a bucket with a fresh name and return the name."""
         name = f"trail-{uuid.uuid4().hex[:12]}"
-        self.client().create_bucket(Bucket=name)
+        self._client().create_bucket(Bucket=name)
         return name
 
     def download(self, bucket: str, prefix: str, destination: Path) -> int:
@@ -62,7 +53,7 @@ class S3Server:
         What a verifier that reads local tables needs from a trail on S3. Returns the
         number of objects copied.
         """
-        client = self.client()
+        client = self._client()
         copied = 0
         for page in client.get_paginator("list_objects_v2").paginate(
             Bucket=bucket, Prefix=prefix.rstrip("/") + "/"
@@ -73,6 +64,14 @@ class S3Server:
                 client.download_file(bucket, item["Key"], str(target))
                 copied += 1
         return copied
+
+    def _client(self) -> Any:
+        import boto3  # noqa: PLC0415  (test-only dependency, loaded by the tests that use it)
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+        )  # fmt: skip
 
 
 @contextmanager

@@ -50,9 +50,9 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     return PLACES[request.param](request, tmp_path)
 
 
-OBJECT_STORES = ["s3"]
+OBJECT_STORES = [pytest.param("s3", marks=pytest.mark.objectstore)]
 """The backends the many-writer tests run on (tests/stores/test_many_writers.py); another
-S3-like store joins by adding its name here and a branch to ``object_trail``."""
+object store joins with one more param here and its branch in ``object_trail``."""
 
 
 @pytest.fixture(params=OBJECT_STORES)
