@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -43,35 +42,14 @@ class S3Server:
 
     def new_bucket(self) -> str:
         """Create a bucket with a fresh name and return the name."""
-        name = f"trail-{uuid.uuid4().hex[:12]}"
-        self._client().create_bucket(Bucket=name)
-        return name
-
-    def download(self, bucket: str, prefix: str, destination: Path) -> int:
-        """Copy every object under ``prefix`` to the same relative path under ``destination``.
-
-        What a verifier that reads local tables needs from a trail on S3. Returns the
-        number of objects copied.
-        """
-        client = self._client()
-        copied = 0
-        for page in client.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=prefix.rstrip("/") + "/"
-        ):
-            for item in page.get("Contents", []):
-                target = destination / item["Key"].removeprefix(prefix.rstrip("/") + "/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(bucket, item["Key"], str(target))
-                copied += 1
-        return copied
-
-    def _client(self) -> Any:
         import boto3  # noqa: PLC0415  (test-only dependency, loaded by the tests that use it)
 
-        return boto3.client(
+        name = f"trail-{uuid.uuid4().hex[:12]}"
+        boto3.client(
             "s3", endpoint_url=self.endpoint, region_name="us-east-1",
             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-        )  # fmt: skip
+        ).create_bucket(Bucket=name)  # fmt: skip
+        return name
 
 
 @contextmanager

@@ -7,14 +7,12 @@ in ``PLACES``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.s3 import S3Server, moto_s3
-from tests.stores.object_trail import ObjectTrail
 from tests.stores.places import LocalPlace, Place, S3Place
 
 
@@ -51,19 +49,11 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
 
 
 OBJECT_STORES = [pytest.param("s3", marks=pytest.mark.objectstore)]
-"""The backends the many-writer tests run on (tests/stores/test_many_writers.py); another
-object store joins with one more param here and its branch in ``object_trail``."""
+"""The places on an object store, by their ``PLACES`` name: the many-writer tests
+(tests/stores/test_many_writers.py) run on each. Azurite joins with one more param."""
 
 
 @pytest.fixture(params=OBJECT_STORES)
-def object_trail(request: pytest.FixtureRequest) -> ObjectTrail:
-    """A new, empty trail location on one object store (a fresh bucket on moto's S3)."""
-    if request.param == "s3":
-        server, bucket = request.getfixturevalue("s3")
-        return ObjectTrail(
-            backend="s3",
-            uri=f"s3://{bucket}/audit",
-            storage_options=server.storage_options(),
-            copy_to=functools.partial(server.download, bucket, "audit"),
-        )
-    raise AssertionError(f"no fixture for the {request.param} backend")
+def object_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """An empty place for a trail on each object store in turn."""
+    return PLACES[request.param](request, tmp_path)

@@ -3,10 +3,11 @@
 The object-store counterpart of :mod:`tests.stores.test_store_processes`: real interpreters
 (:mod:`tests.stores.writer_process`, and ``groundlock serve`` with two uvicorn workers)
 write one trail on a real S3-protocol server (moto, over HTTP), and an auditor checks it
-afterwards: every acknowledged request is one row in each chained table, and the hash
-chain, recomputed from the committed files (:class:`~tests.stores.object_trail.ObjectTrail`
-copies them for ``verify_table``), shows no commit lost, replaced or reordered. Only the
-object store serialises the writers: each writer's spool is its own host's local disk.
+afterwards: every acknowledged request is one row in both tables, and the hash chain,
+recomputed from the committed files in the bucket (``verify_store``), shows no commit lost,
+replaced or reordered. Only the object store serialises the writers: each writer's spool
+is its own host's local disk. The trail's place is the ``object_place`` fixture's
+(``tests/stores/conftest.py``), one run per object store.
 """
 
 from __future__ import annotations
@@ -25,27 +26,45 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 import httpx
 import pytest
 
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores.verify import verify_store
 from tests.builders import make_bundle
-from tests.stores.object_trail import ObjectTrail
+from tests.stores.places import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow  # (objectstore comes with each backend's param)
 
 
+def _environment(place: Place, spool: Path) -> dict[str, str]:
+    """A writer process's environment: the store's settings and its host's local spool.
+
+    delta-rs reads the same option names from the environment as from storage options,
+    which is how ``groundlock serve`` is configured.
+    """
+    return {**os.environ, **place.options, "GROUNDLOCK_SPOOL_DIR": str(spool)}
+
+
+def _store(place: Place, spool: Path) -> DeltaAuditStore:
+    """A store in this process spooling where a writer given ``spool`` does (so that its
+    ``recover`` adopts theirs)."""
+    with mock.patch.dict(os.environ, {"GROUNDLOCK_SPOOL_DIR": str(spool)}):
+        return DeltaAuditStore(place.root, place.options)
+
+
 def _writer(
-    trail: ObjectTrail, spool: Path, prefix: str, count: int, flush_rows: int
+    place: Place, spool: Path, prefix: str, count: int, flush_rows: int
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.stores.writer_process", trail.uri, prefix, str(count),
+        [sys.executable, "-m", "tests.stores.writer_process", place.root, prefix, str(count),
          str(flush_rows)],
-        cwd=ROOT, env=trail.environment(spool), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        cwd=ROOT, env=_environment(place, spool), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -61,17 +80,18 @@ def _left_in(spools: list[Path]) -> list[str]:
     return [path.name for spool in spools for path in spool.rglob("*.spool")]
 
 
-def _audit(trail: ObjectTrail, tmp_path: Path, answered: list[str]) -> dict[str, int]:
+def _audit(place: Place, tmp_path: Path, answered: list[str]) -> dict[str, int]:
     """The auditor's checks, shared by every trial; returns rows and linked commits."""
-    store = trail.store(tmp_path / "auditor")
+    store = _store(place, tmp_path / "auditor")
     validations, queries = _keys(store, ValidationRow), _keys(store, QueryRow)
     assert all(validations[rid] == 1 for rid in answered), "an answered request has no row"
     assert max(validations.values()) == 1, "a duplicate row"
     assert queries == validations, "the two tables disagree"
-    reports = trail.verify(tmp_path)
-    for name, report in reports.items():
+    reports = {report.table: report for report in verify_store(store)}
+    for report in reports.values():
         assert report.findings == [], [finding.line() for finding in report.findings]
-        assert report.rows == sum(validations.values()), name
+    for name in ("validations", "queries"):
+        assert reports[name].rows == sum(validations.values()), name
     return {
         "rows": sum(validations.values()),
         "commits": reports["validations"].links + reports["queries"].links,
@@ -79,18 +99,18 @@ def _audit(trail: ObjectTrail, tmp_path: Path, answered: list[str]) -> dict[str,
 
 
 def test_writers_on_three_hosts_record_every_answer_once_in_one_chain(
-    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+    object_place: Place, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # Six processes, two per host (a host's processes share its spool directory), start
     # on an empty location at once: they race to create the tables, then to append.
     hosts = [tmp_path / f"host{n}" for n in range(3)]
-    writers = [_writer(object_trail, hosts[n % 3], f"w{n}", 12, flush_rows=2) for n in range(6)]
+    writers = [_writer(object_place, hosts[n % 3], f"w{n}", 12, flush_rows=2) for n in range(6)]
     outputs = [writer.communicate(timeout=300) for writer in writers]
     assert [writer.returncode for writer in writers] == [0] * 6, [err for _, err in outputs]
     answered = [line for out, _ in outputs for line in out.split()]
     assert len(answered) == 72
     assert _left_in(hosts) == [], "a spool segment was left uncommitted"
-    counts = _audit(object_trail, tmp_path, answered)
+    counts = _audit(object_place, tmp_path, answered)
     assert counts["rows"] == 72
     assert counts["commits"] >= 2 * 6  # each writer committed to both tables at least once
     for name, value in {
@@ -101,7 +121,7 @@ def test_writers_on_three_hosts_record_every_answer_once_in_one_chain(
 
 
 def test_sigkill_of_writers_on_an_object_store_loses_no_answered_request(
-    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+    object_place: Place, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # One writer runs throughout; five more on the same host are killed one after another at
     # a random point (inside a request, a spool fsync, an upload or a commit), each soon
@@ -110,11 +130,11 @@ def test_sigkill_of_writers_on_an_object_store_loses_no_answered_request(
     # spooled, so nothing is left for anyone else to recover.
     rng = random.Random(31)
     spool = tmp_path / "host"
-    steady = _writer(object_trail, spool, "steady", 20, flush_rows=3)
+    steady = _writer(object_place, spool, "steady", 20, flush_rows=3)
     answered: list[str] = []
     kills = 0
     for trial in range(5):
-        process = _writer(object_trail, spool, f"k{trial}", 400, flush_rows=rng.choice([1, 3, 50]))
+        process = _writer(object_place, spool, f"k{trial}", 400, flush_rows=rng.choice([1, 3, 50]))
         assert process.stdout is not None
         for _ in range(rng.randint(1, 10)):
             line = process.stdout.readline()
@@ -131,12 +151,12 @@ def test_sigkill_of_writers_on_an_object_store_loses_no_answered_request(
     assert steady.returncode == 0, err
     answered += out.split()
     left = {path.name.split(".")[0] for path in spool.rglob("*.spool")}
-    successor = _writer(object_trail, spool, "after", 3, flush_rows=3)
+    successor = _writer(object_place, spool, "after", 3, flush_rows=3)
     out, _ = successor.communicate(timeout=300)
     assert successor.returncode == 0
     answered += out.split()
     assert _left_in([spool]) == [], "the next process did not commit what the killed ones left"
-    counts = _audit(object_trail, tmp_path, answered)
+    counts = _audit(object_place, tmp_path, answered)
     assert len(answered) >= 5 + 20 + 3
     for name, value in {
         **counts, "answered": len(answered), "kills": kills, "conflicts_retried": _conflicts(err),
@@ -165,14 +185,12 @@ def _workers(server: subprocess.Popen[str]) -> list[int]:
 
 
 @contextlib.contextmanager
-def _served(
-    trail: ObjectTrail, spool: Path, workers: int
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def _served(place: Place, spool: Path, workers: int) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "groundlock", "serve", "--port", str(port), "--workers",
-         str(workers), "--store", trail.uri],
-        cwd=ROOT, env=trail.environment(spool), stdout=subprocess.DEVNULL,
+         str(workers), "--store", place.root],
+        cwd=ROOT, env=_environment(place, spool), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -199,12 +217,13 @@ def _healthy(url: str) -> bool:
 
 
 def test_a_server_with_two_workers_one_killed_loses_no_answered_request(
-    object_trail: ObjectTrail, tmp_path: Path, request: pytest.FixtureRequest
+    object_place: Place, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # groundlock serve --workers 2 on the trail, four clients at once; one worker is killed
-    # in the middle, uvicorn starts another, and the clients go on. A request whose worker
-    # died before it answered is not acknowledged (the client saw an error), and may or
-    # may not have a row; every acknowledged one has exactly one.
+    # in the middle, uvicorn starts another, the clients go on, and the server is stopped
+    # with SIGTERM. A request whose worker died before it answered is not acknowledged (the
+    # client saw an error), and may or may not have a row; every acknowledged one has
+    # exactly one.
     spool = tmp_path / "host"
     answered: list[str] = []
     errors = 0
@@ -227,7 +246,7 @@ def test_a_server_with_two_workers_one_killed_loses_no_answered_request(
             else:
                 errors += 1
 
-    with _served(object_trail, spool, workers=2) as (url, server), httpx.Client() as client:
+    with _served(object_place, spool, workers=2) as (url, server), httpx.Client() as client:
         first = _workers(server)
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda n: ask(n, client, url), range(20)))
@@ -244,11 +263,11 @@ def test_a_server_with_two_workers_one_killed_loses_no_answered_request(
             list(pool.map(lambda n: ask(n, client, url), range(60, 90)))
     assert len(answered) >= 80, errors
     left = {path.name.split(".")[0] for path in spool.rglob("*.spool")}
-    auditor = object_trail.store(spool)
+    auditor = _store(object_place, spool)
     auditor.recover()  # a worker started later on this host would do the same
     auditor.close()
     assert _left_in([spool]) == []
-    counts = _audit(object_trail, tmp_path, answered)
+    counts = _audit(object_place, tmp_path, answered)
     for name, value in {
         **counts,
         "answered": len(answered),
