@@ -784,17 +784,24 @@ def app_from_env() -> FastAPI:
     ``GROUNDLOCK_POLICY`` (default the library's default policy), ``GROUNDLOCK_STORE`` (an
     audit store path or URI; default none), ``GROUNDLOCK_API_KEYS`` and the
     :class:`ServeLimits` variables. Built in the worker, after any fork, so each worker opens
-    its own audit writer.
+    its own audit writer, and closes it (its spool committed) when the worker shuts down.
     """
     from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
+    from groundlock.stores.delta import DeltaAuditStore  # noqa: PLC0415
 
     policy = os.environ.get("GROUNDLOCK_POLICY") or DEFAULT_POLICY
+    location = os.environ.get("GROUNDLOCK_STORE") or None
+    store = DeltaAuditStore(location) if location else None
     chain = grounded_answer_chain(
-        model=os.environ.get("GROUNDLOCK_MODEL") or None,
-        policy=policy,
-        store=os.environ.get("GROUNDLOCK_STORE") or None,
+        model=os.environ.get("GROUNDLOCK_MODEL") or None, policy=policy, store=store
     )
     app = create_app(chain, policy=policy)
+    if store is not None:
+        # uvicorn ends a worker it stopped gracefully by raising the stopping signal again
+        # under its default action, so no atexit handler runs in the worker: without this,
+        # the rows it acknowledged since its last commit would wait in its spool for the
+        # next process on this host (and be lost with the host, as a container's disk is).
+        app.router.on_shutdown.append(store.close)
     # What the worker has built so far (chain, policy, encoders, LangChain and pydantic
     # schemas) lives as long as the worker: moved out of the collector's sight, so a full
     # collection no longer walks it. At 1,000 rows a request's p99 drops from about 100 ms

@@ -32,6 +32,8 @@ import httpx
 import pytest
 
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores.delta import SpoolEntry
+from groundlock.stores.spool import read_segment
 from groundlock.stores.verify import verify_store
 from tests.builders import make_bundle
 from tests.stores.places import Place
@@ -78,6 +80,15 @@ def _keys(store: DeltaAuditStore, row_type: type[ValidationRow] | type[QueryRow]
 
 def _left_in(spools: list[Path]) -> list[str]:
     return [path.name for spool in spools for path in spool.rglob("*.spool")]
+
+
+def _spooled(spool: Path) -> list[str]:
+    """The request ids in the spool segments under ``spool``, committed or not."""
+    return [
+        SpoolEntry.model_validate_json(line).validation.request_id or ""
+        for path in spool.rglob("*.spool")
+        for line in read_segment(path)[0]
+    ]
 
 
 def _audit(place: Place, tmp_path: Path, answered: list[str]) -> dict[str, int]:
@@ -262,9 +273,14 @@ def test_a_server_with_two_workers_one_killed_loses_no_answered_request(
                 time.sleep(0.2)
             list(pool.map(lambda n: ask(n, client, url), range(60, 90)))
     assert len(answered) >= 80, errors
+    # The workers that stopped gracefully committed their spools as they shut down: what is
+    # left, if anything, is the killed worker's (its replacement adopts it at its first
+    # request, if it got one), never a request answered after the kill.
     left = {path.name.split(".")[0] for path in spool.rglob("*.spool")}
+    assert len(left) <= 1, left
+    assert not set(_spooled(spool)) & {f"s{n}" for n in range(60, 90)}
     auditor = _store(object_place, spool)
-    auditor.recover()  # a worker started later on this host would do the same
+    auditor.recover()  # the next process on this host would do the same
     auditor.close()
     assert _left_in([spool]) == []
     counts = _audit(object_place, tmp_path, answered)
