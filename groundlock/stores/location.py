@@ -64,21 +64,35 @@ def delta_location(uri: str | os.PathLike[str]) -> str:
 
 
 _S3_SCHEMES = ("s3://", "s3a://")
+_AZURE_SCHEMES = ("az://", "abfs://", "abfss://", "adl://", "azure://")
+"""The schemes delta-rs opens on Azure Blob Storage and ADLS Gen2 (``deltalake-azure``)."""
 _TRUE = ("1", "true", "yes", "on")
 
 
 def unsafe_commit_setting(uri: str, storage_options: Mapping[str, str]) -> str | None:
-    """Why ``uri`` on S3 could lose a commit under concurrent writers, or None.
+    """Why ``uri`` could lose a commit under concurrent writers, or None.
 
-    delta-rs 1.x commits a version file on S3 with a conditional put (``If-None-Match``),
-    so two writers of one version cannot both win (delta-rs pull request 3091);
-    ``AWS_S3_LOCKING_PROVIDER=dynamodb`` serialises commits in DynamoDB instead. Two
-    settings turn that off: ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` (delta-rs's own opt-out,
-    documented as safe for one writer only) and ``AWS_CONDITIONAL_PUT=disabled``. The audit
-    trail has many writers by design (every process that records), so either is refused
-    unless a DynamoDB lock provider is set. Options are read as delta-rs reads them: keys
-    in any case, the ``AWS_`` prefix optional, the environment behind the options.
+    A Delta commit is safe when only one writer can create a version file. How each store
+    ensures that, and what turns it off:
+
+    * **Azure Blob Storage and ADLS Gen2** (``az://``, ``abfs://``, ``abfss://``,
+      ``adl://``, ``azure://``): delta-rs creates the version file with Put Blob and
+      ``If-None-Match: *``, which Azure refuses (409) once the blob exists. That is Azure's
+      own conditional write, with no lock provider, and neither delta-rs nor object_store
+      has a setting that turns it off, so there is nothing to refuse (the race is tested
+      against Azurite in ``tests/stores/test_azure_store.py``).
+    * **S3** (``s3://``, ``s3a://``): delta-rs 1.x commits a version file with a
+      conditional put (``If-None-Match``), so two writers of one version cannot both win
+      (delta-rs pull request 3091); ``AWS_S3_LOCKING_PROVIDER=dynamodb`` serialises commits
+      in DynamoDB instead. Two settings turn that off: ``AWS_S3_ALLOW_UNSAFE_RENAME=true``
+      (delta-rs's own opt-out, documented as safe for one writer only) and
+      ``AWS_CONDITIONAL_PUT=disabled``. The audit trail has many writers by design (every
+      process that records), so either is refused unless a DynamoDB lock provider is set.
+      Options are read as delta-rs reads them: keys in any case, the ``AWS_`` prefix
+      optional, the environment behind the options.
     """
+    if uri.startswith(_AZURE_SCHEMES):
+        return None  # safe by Azure's conditional write, which no setting disables
     if not uri.startswith(_S3_SCHEMES):
         return None
     given = {key.upper().removeprefix("AWS_"): value for key, value in storage_options.items()}

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -42,14 +43,31 @@ class S3Server:
 
     def new_bucket(self) -> str:
         """Create a bucket with a fresh name and return the name."""
+        name = f"trail-{uuid.uuid4().hex[:12]}"
+        self._client().create_bucket(Bucket=name)
+        return name
+
+    def delete_bucket(self, name: str) -> None:
+        """Delete a bucket and every object in it."""
+        client = self._client()
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            if keys:
+                client.delete_objects(Bucket=name, Delete={"Objects": keys})
+        client.delete_bucket(Bucket=name)
+
+    def delete_object(self, uri: str) -> None:
+        """Delete the object ``s3://bucket/key`` (as ``DeltaTable.file_uris`` names it)."""
+        bucket, key = uri.removeprefix("s3://").split("/", 1)
+        self._client().delete_object(Bucket=bucket, Key=key)
+
+    def _client(self) -> Any:
         import boto3  # noqa: PLC0415  (test-only dependency, loaded by the tests that use it)
 
-        name = f"trail-{uuid.uuid4().hex[:12]}"
-        boto3.client(
+        return boto3.client(
             "s3", endpoint_url=self.endpoint, region_name="us-east-1",
             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-        ).create_bucket(Bucket=name)  # fmt: skip
-        return name
+        )  # fmt: skip
 
 
 @contextmanager

@@ -1,18 +1,28 @@
-"""The object-store fixtures: one moto S3 server per session, a fresh bucket per test.
+"""The object-store fixtures: one moto S3 server and one Azurite per session, started when a
+test first needs it, and a fresh bucket or container per test.
 
-``place`` runs a test once per storage a trail can live on (:mod:`tests.stores.places`):
-the local filesystem, and S3 (marked ``objectstore``). Another backend is one more entry
-in ``PLACES``.
+Two fixtures run a test once per storage a trail can live on (the object stores marked
+``objectstore``): ``place`` (:mod:`tests.stores.places`: the local filesystem and S3), for
+the tests that tamper with a trail object by object, and ``location``
+(:mod:`tests.stores.backends`: local, S3 and Azure), a trail root with a cleanup, for the
+tests of the store's behaviour; ``object_place``, the object stores alone, for the
+many-writer tests.
+
+Azurite's tests skip where it is not installed (``npm ci --prefix tests/azurite``), unless
+``GROUNDLOCK_REQUIRE_AZURITE=1`` (``.ci/run`` sets it): then a missing Azurite fails them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.azurite import AzuriteServer, azurite, azurite_missing
 from tests.fakes.s3 import S3Server, moto_s3
+from tests.stores.backends import BACKENDS, Location, open_location
 from tests.stores.places import LocalPlace, Place, S3Place
 
 
@@ -28,6 +38,25 @@ def s3(s3_server: S3Server) -> tuple[S3Server, str]:
     return s3_server, s3_server.new_bucket()
 
 
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteServer]:
+    missing = azurite_missing()
+    if missing:
+        if os.environ.get("GROUNDLOCK_REQUIRE_AZURITE") == "1":
+            pytest.fail(f"GROUNDLOCK_REQUIRE_AZURITE=1 but {missing}")
+        pytest.skip(missing)
+    with azurite(tmp_path_factory.mktemp("azurite")) as server:
+        yield server
+
+
+@pytest.fixture
+def azure(azurite_server: AzuriteServer) -> Iterator[tuple[AzuriteServer, str]]:
+    """The emulator and a new, empty container on it (deleted after the test)."""
+    container = azurite_server.new_container()
+    yield azurite_server, container
+    azurite_server.delete_container(container)
+
+
 def _s3_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     server: S3Server = request.getfixturevalue("s3_server")
     return S3Place(server, server.new_bucket(), tmp_path / "spool")
@@ -40,9 +69,7 @@ PLACES: dict[str, Callable[[pytest.FixtureRequest, Path], Place]] = {
 """How to make each place a trail can live on, by the name its tests are run under."""
 
 
-@pytest.fixture(
-    params=["local", pytest.param("s3", marks=pytest.mark.objectstore)],
-)
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.objectstore)])
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     """An empty place for a trail: each test runs on every backend."""
     return PLACES[request.param](request, tmp_path)
@@ -57,3 +84,10 @@ OBJECT_STORES = [pytest.param("s3", marks=pytest.mark.objectstore)]
 def object_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     """An empty place for a trail on each object store in turn."""
     return PLACES[request.param](request, tmp_path)
+
+
+@pytest.fixture(params=BACKENDS)
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+    """A fresh trail root on each backend in turn: local, s3, azure."""
+    with open_location(request.param, request, tmp_path / request.param) as opened:
+        yield opened
