@@ -1,4 +1,11 @@
-"""The audit store through the chain: one durable row per request, idempotent, fail-closed."""
+"""The audit store through the chain: one durable row per request, idempotent, fail-closed.
+
+The trail's behaviour (recording, dedup, recovery, racing writers, upgrades) is tested on
+every backend through the ``location`` fixture: local disk, moto's S3 and Azurite. Local
+only, because only a filesystem can be broken that way: a file where ``_delta_log`` should
+be, and the spool's own faults (an fsync that fails, a file where the spool directory
+should be), which are the same for every backend since the spool is always local.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +27,13 @@ from groundlock.stores.spool import _release_lock as release_lock
 from groundlock.stores.spool import read_segment, segments_of
 from tests.builders import make_bundle, make_row
 from tests.fakes.chat import ScriptedChatModel
+from tests.stores.backends import Location
 from tests.stores.rows import query_row, validation_row
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Any:
-    audit = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+def store(location: Location) -> Any:
+    audit = location.store(flush_interval_seconds=30)
     yield audit
     audit.close()
 
@@ -164,8 +172,8 @@ def test_a_redriven_segment_adds_nothing(store: DeltaAuditStore, tmp_path: Path)
     assert [r.request_id for r in store.select(ValidationRow)] == ["r1"]
 
 
-def test_a_torn_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
-    store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+def test_a_torn_last_line_is_skipped_and_counted(location: Location) -> None:
+    store = location.store(flush_interval_seconds=30)
     store.record(validation_row(request_id="r1"), query_row(request_id="r1"))
     spool = store._state.spool
     assert spool is not None
@@ -179,8 +187,8 @@ def test_a_torn_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
     assert [r.request_id for r in store.select(ValidationRow)] == ["r1"]
 
 
-def test_unflushed_rows_are_committed_by_the_next_process(tmp_path: Path) -> None:
-    first = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+def test_unflushed_rows_are_committed_by_the_next_process(location: Location) -> None:
+    first = location.store(flush_interval_seconds=30)
     first.record(validation_row(request_id="r1"), query_row(request_id="r1"))
     # The process "dies": its lock is released, its segment stays.
     spool = first._state.spool
@@ -189,7 +197,7 @@ def test_unflushed_rows_are_committed_by_the_next_process(tmp_path: Path) -> Non
     release_lock(spool._lock_fd)  # what the kernel does for a process that dies
     spool._lock_fd = -1
     first._state.stopping = True
-    second = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+    second = location.store(flush_interval_seconds=30)  # the same spool, as on one host
     second.record(validation_row(request_id="r2"), query_row(request_id="r2"))
     second.close()  # its flusher started with the first record, and adopted r1 first
     assert [r.request_id for r in second.select(ValidationRow)] == ["r1", "r2"]
@@ -220,17 +228,17 @@ def test_fails_closed_when_delta_log_is_a_file(
 
 
 def test_fails_closed_on_an_incompatible_schema(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    location: Location, caplog: pytest.LogCaptureFixture
 ) -> None:
     from arro3.core import DataType, Field, Schema  # noqa: PLC0415
 
-    root = tmp_path / "audit-root-8e2"
     DeltaTable.create(
-        str(root / "validations"),
+        location.table("validations"),
         Schema([Field("request_id", DataType.string(), nullable=True)]),
         configuration={"delta.appendOnly": "true"},
+        storage_options=location.storage_options or None,
     )
-    _fails_closed(DeltaAuditStore(root), caplog, "audit-root-8e2")
+    _fails_closed(location.store(), caplog, location.name_in_logs)
 
 
 def test_fails_closed_on_an_unreachable_object_store(
@@ -282,8 +290,10 @@ def test_vacuum_refuses_a_retention_below_the_minimum(store: DeltaAuditStore) ->
 
 
 def test_a_failed_fsync_fails_that_request_closed_and_leaves_no_row(
-    store: DeltaAuditStore, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Local only: the spool is local on every backend, and this is the spool's fault.
+    store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
     chain = grounded_answer_chain(store=store)
     assert chain.invoke(make_bundle(request_id="before")).status is GenerationStatus.OK
     real_fsync = os.fsync
@@ -307,17 +317,14 @@ def test_a_failed_fsync_fails_that_request_closed_and_leaves_no_row(
     for segment in segments_of(store.spool_dir, spool.writer_id):
         assert b'"lost"' not in segment.path.read_bytes()  # cut off the failed segment
     assert sorted(r.request_id or "" for r in _rows(store)) == ["after", "before"]
+    store.close()
 
 
-def test_two_writers_racing_on_one_key_leave_one_row(tmp_path: Path) -> None:
+def test_two_writers_racing_on_one_key_leave_one_row(location: Location) -> None:
     # Two processes (two writers) get the same request; both look the key up before either
     # has appended. The shared guard txn makes the second append conflict and look again.
-    first = DeltaAuditStore(
-        tmp_path / "audit", spool_dir=tmp_path / "s1", flush_interval_seconds=30
-    )
-    second = DeltaAuditStore(
-        tmp_path / "audit", spool_dir=tmp_path / "s2", flush_interval_seconds=30
-    )
+    first = location.store(spool_dir=location.scratch / "s1", flush_interval_seconds=30)
+    second = location.store(spool_dir=location.scratch / "s2", flush_interval_seconds=30)
     first.record(validation_row(request_id="twice"), query_row(request_id="twice"))
     second.record(validation_row(request_id="twice"), query_row(request_id="twice"))
     looked_up = threading.Event()
@@ -348,7 +355,7 @@ def test_two_writers_racing_on_one_key_leave_one_row(tmp_path: Path) -> None:
 NEW_QUERY_COLUMNS = {"score_normalization", "access_denied_count"}
 
 
-def _queries_table_from_before_new_columns(root: Path) -> int:
+def _queries_table_from_before_new_columns(location: Location) -> int:
     """A queries table as groundlock wrote it before NEW_QUERY_COLUMNS, holding row "old".
 
     Returns its column count.
@@ -366,16 +373,17 @@ def _queries_table_from_before_new_columns(root: Path) -> int:
     old = Table.from_arrays(
         [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
     )
-    queries = str(root / "queries")
-    DeltaTable.create(queries, old.schema, configuration={"delta.appendOnly": "true"})
-    deltalake.write_deltalake(queries, old, mode="append")
+    queries, options = location.table("queries"), location.storage_options or None
+    DeltaTable.create(
+        queries, old.schema, configuration={"delta.appendOnly": "true"}, storage_options=options
+    )
+    deltalake.write_deltalake(queries, old, mode="append", storage_options=options)
     return len(keep)
 
 
-def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) -> None:
-    root = tmp_path / "audit"
-    _queries_table_from_before_new_columns(root)
-    store = DeltaAuditStore(root, flush_interval_seconds=30)
+def test_a_table_from_before_new_columns_is_upgraded_in_place(location: Location) -> None:
+    _queries_table_from_before_new_columns(location)
+    store = location.store(flush_interval_seconds=30)
     try:
         response = grounded_answer_chain(store=store).invoke(make_bundle(request_id="new"))
         assert response.status is GenerationStatus.OK
@@ -386,23 +394,23 @@ def test_a_table_from_before_new_columns_is_upgraded_in_place(tmp_path: Path) ->
     assert rows["old"].access_denied_count is None
     assert rows["old"].score_normalization is None
     assert rows["new"].status == "OK"
-    columns = {f.name for f in DeltaTable(str(root / "queries")).schema().fields}
-    assert columns >= NEW_QUERY_COLUMNS
+    queries = DeltaTable(location.table("queries"), storage_options=location.storage_options)
+    assert {f.name for f in queries.schema().fields} >= NEW_QUERY_COLUMNS
 
 
 def test_a_table_from_before_new_columns_reads_before_any_writer_upgrades_it(
-    tmp_path: Path,
+    location: Location,
 ) -> None:
-    root = tmp_path / "audit"
-    old_columns = _queries_table_from_before_new_columns(root)
-    store = DeltaAuditStore(root, flush_interval_seconds=30)
+    old_columns = _queries_table_from_before_new_columns(location)
+    store = location.store(flush_interval_seconds=30)
     try:
         (row,) = store.select(QueryRow)
     finally:
         store.close()
     assert (row.request_id, row.score_normalization, row.access_denied_count) == ("old", None, None)
     # Reading changed nothing.
-    assert len(DeltaTable(str(root / "queries")).schema().fields) == old_columns
+    queries = DeltaTable(location.table("queries"), storage_options=location.storage_options)
+    assert len(queries.schema().fields) == old_columns
 
 
 def test_the_servers_retrieval_strategy_outranks_the_bundles_claim(
