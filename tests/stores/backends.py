@@ -51,15 +51,21 @@ class Location:
     """A local directory of the test's own, for spools."""
     delete_file: Callable[[str], None] = field(repr=False)
     """Delete one file by the URI ``DeltaTable.file_uris`` gives it (damage tests)."""
+    stores: list[DeltaAuditStore] = field(default_factory=list, repr=False)
+    """The stores :meth:`store` made, closed before the location is removed."""
 
     def store(self, **kwargs: Any) -> DeltaAuditStore:
         """A store on this location; its spool in ``scratch`` unless the location is local.
 
         A local store keeps its default spool (``<root>/_spool``), as a local trail does.
+        Closed when the location is: a store left open would flush at interpreter exit,
+        to a server gone by then, and wait out delta-rs's retries.
         """
         if self.backend != "local":
             kwargs.setdefault("spool_dir", self.scratch / "spool")
-        return DeltaAuditStore(self.uri, self.storage_options, **kwargs)
+        store = DeltaAuditStore(self.uri, self.storage_options, **kwargs)
+        self.stores.append(store)
+        return store
 
     def table(self, name: str) -> str:
         """The URI of one table under the root."""
@@ -102,4 +108,6 @@ def open_location(
     try:
         yield location
     finally:
+        for store in location.stores:
+            store.close()
         location.cleanup()

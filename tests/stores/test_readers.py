@@ -3,26 +3,32 @@
 ``select``, ``executions`` and the archive keep returning row models only, and refuse a row
 that breaks its model in one line naming it; :func:`read_rows` keeps such a row in place for
 a reader to show. A data file gone from disk is named, by its name inside the table.
+
+On every backend (``location``: local disk, moto's S3, Azurite): rows are edited through
+delta-rs, as anyone with write access could, and a data file is deleted from the disk,
+bucket or container. A deleted object is named as a deleted local file is.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from groundlock import grounded_answer_chain
 from groundlock.stores import DeltaAuditStore, FeedbackRow, ValidationRow
 from groundlock.stores.archive import EvidenceArchive
 from groundlock.stores.readers import InvalidRow, TrailDamaged, read_rows
 from tests.builders import make_bundle
-from tests.cli.tampering import edit, remove_a_data_file
+from tests.stores.backends import Location
 from tests.stores.rows import query_row, validation_row
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> DeltaAuditStore:
-    audit = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+def store(location: Location) -> DeltaAuditStore:
+    audit = location.store(flush_interval_seconds=30)
     for number in range(3):
         audit.record(
             validation_row(request_id=f"req-{number}"), query_row(request_id=f"req-{number}")
@@ -32,11 +38,23 @@ def store(tmp_path: Path) -> DeltaAuditStore:
 
 
 def _negative_latency(store: DeltaAuditStore, request_id: str) -> None:
-    edit(Path(store.table_uri(ValidationRow)), f"request_id = '{request_id}'", latency_ms=-1.0)
+    """UPDATE the row's latency to -1 (append-only lifted for it, then set again)."""
+    table = store.table_uri(ValidationRow)
+    options = store.storage_options or None
+
+    def opened() -> Any:
+        return DeltaTable(table, storage_options=options)
+
+    opened().alter.set_table_properties({"delta.appendOnly": "false"})
+    opened().update(new_values={"latency_ms": -1.0}, predicate=f"request_id = '{request_id}'")
+    opened().alter.set_table_properties({"delta.appendOnly": "true"})
 
 
-def _remove_a_data_file(table: str) -> str:
-    return remove_a_data_file(Path(table))
+def _remove_a_data_file(location: Location, table: str) -> str:
+    """Delete one data file the table's log still references; returns its name."""
+    first = DeltaTable(table, storage_options=location.storage_options or None).file_uris()[0]
+    location.delete_file(first)
+    return first.rsplit("/", 1)[-1]
 
 
 def test_read_rows_keeps_a_row_that_breaks_its_model_in_place(store: DeltaAuditStore) -> None:
@@ -52,12 +70,12 @@ def test_read_rows_keeps_a_row_that_breaks_its_model_in_place(store: DeltaAuditS
     assert bad.problems == ("latency_ms: Input should be greater than or equal to 0",)
 
 
-def test_a_deleted_archive_file_is_named_by_the_archive(tmp_path: Path) -> None:
-    archive = EvidenceArchive(tmp_path / "evidence")
-    grounded_answer_chain(store=DeltaAuditStore(tmp_path / "audit"), archive=archive).invoke(
+def test_a_deleted_archive_file_is_named_by_the_archive(location: Location) -> None:
+    archive = EvidenceArchive(location.table("evidence"), location.storage_options)
+    grounded_answer_chain(store=location.store(), archive=archive).invoke(
         make_bundle(request_id="kept")
     )
-    name = _remove_a_data_file(str(tmp_path / "evidence"))
+    name = _remove_a_data_file(location, location.table("evidence"))
     with pytest.raises(TrailDamaged) as caught:
         archive.select()
     assert (
@@ -90,8 +108,10 @@ def test_executions_refuses_a_row_that_breaks_its_model_in_one_line(
         store.executions([("req-1", "run-1")])
 
 
-def test_a_deleted_data_file_is_named_by_select_and_executions(store: DeltaAuditStore) -> None:
-    name = _remove_a_data_file(store.table_uri(ValidationRow))
+def test_a_deleted_data_file_is_named_by_select_and_executions(
+    store: DeltaAuditStore, location: Location
+) -> None:
+    name = _remove_a_data_file(location, store.table_uri(ValidationRow))
     expected = f"the validations table cannot be read: its data file {name} is missing"
     with pytest.raises(TrailDamaged) as caught:
         store.select(ValidationRow)
@@ -102,16 +122,19 @@ def test_a_deleted_data_file_is_named_by_select_and_executions(store: DeltaAudit
 
 
 @pytest.mark.parametrize("hours", [-1, 1_000_001, 2**64 - 1, 10**23])
-def test_vacuum_refuses_a_retention_out_of_range(store: DeltaAuditStore, hours: int) -> None:
+def test_vacuum_refuses_a_retention_out_of_range(tmp_path: Path, hours: int) -> None:
     # 2**64 - 1 reached delta-rs as a negative retention: every unreferenced file deleted.
+    # Refused before any table is opened: one (local) store says it for every backend.
     with pytest.raises(ValueError, match="is not between 0 and 1,000,000 h"):
-        store.vacuum(hours, dry_run=True)
+        DeltaAuditStore(tmp_path / "audit").vacuum(hours, dry_run=True)
 
 
-def test_compact_names_a_deleted_file_it_would_merge(store: DeltaAuditStore) -> None:
+def test_compact_names_a_deleted_file_it_would_merge(
+    store: DeltaAuditStore, location: Location
+) -> None:
     store.add_feedback("req-0", 4)
     store.add_feedback("req-1", 5)  # two files: something to merge
-    name = _remove_a_data_file(store.table_uri(FeedbackRow))
+    name = _remove_a_data_file(location, store.table_uri(FeedbackRow))
     with pytest.raises(TrailDamaged) as caught:
         store.compact()
     assert str(caught.value) == (
