@@ -4,18 +4,19 @@ A re-execution's run id was ``<run_id>~<the first 16 hex digits of its outcome h
 client could compute it, plant it first with another outcome, and a later answer under the
 plain key was then taken for a duplicate of the planted row and dropped, delivered with no
 record. Now the derived id is the next free number of the key's family, and a row is left
-out only when its own outcome is already recorded there. Real Delta tables throughout.
+out only when its own outcome is already recorded there. Real Delta tables throughout, on
+local disk, moto's S3 and Azurite (the ``location`` fixture).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
 from groundlock.stores.keys import new_rows, rerun_of
+from tests.stores.backends import Location
 from tests.stores.rows import outcome, query_row, validation_row
 
 FAILED = {"status": "FAILED", "validation_status": "FAILED", "generation_status": "FAILED"}
@@ -54,8 +55,8 @@ def _recorded(store: DeltaAuditStore) -> dict[str, set[tuple[str | None, str | N
     [f"~{outcome('OK', None)[:16]}", "~1", "~2"],
     ids=["the-old-hash-form", "the-next-number", "a-later-number"],
 )
-def test_a_planted_key_cannot_hide_a_later_answer(tmp_path: Path, planted_suffix: str) -> None:
-    store = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+def test_a_planted_key_cannot_hide_a_later_answer(location: Location, planted_suffix: str) -> None:
+    store = location.store(flush_interval_seconds=1000)
     # The client plants the derived key of the answer it will get, with another outcome.
     store.record(*_pair(f"tech-9:x{planted_suffix}", "UNCITED_FACTUAL_STATEMENT"))
     store.record(*_pair("tech-9:x", "EMPTY_ANSWER"))  # its first execution
@@ -74,8 +75,8 @@ def test_a_planted_key_cannot_hide_a_later_answer(tmp_path: Path, planted_suffix
     store.close()
 
 
-def test_re_executions_read_back_in_both_forms(tmp_path: Path) -> None:
-    store = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+def test_re_executions_read_back_in_both_forms(location: Location) -> None:
+    store = location.store(flush_interval_seconds=1000)
     legacy = f"run-1~{outcome('FAILED', 'EMPTY_ANSWER')[:16]}"
     store.record(*_pair("run-1", None))
     store.record(*_pair(legacy, "EMPTY_ANSWER"))  # written by the earlier form
@@ -130,14 +131,15 @@ def test_the_key_rule_in_one_commit() -> None:
 
 
 def test_both_tables_number_re_executions_alike_whatever_order_writers_commit_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    location: Location, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two writers (two serve workers) record the same key with three outcomes; writer 1's
     # queries commit fails once (a transient storage error: its rows stay in its spool),
     # so the tables see the executions in another order. Numbered per table, one request's
     # query row was paired with another execution's validations row.
-    first = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
-    second = DeltaAuditStore(tmp_path, flush_interval_seconds=1000)
+    # Two writers on one host share the spool directory, each its own segments in it.
+    first = location.store(flush_interval_seconds=1000)
+    second = location.store(flush_interval_seconds=1000)
     first.record(*_pair("a:K", None))
     first.flush()
     first.record(*_pair("a:K", "EMPTY_ANSWER"))
