@@ -36,7 +36,9 @@ _BLOB_MAIN = AZURITE_DIR / "node_modules" / "azurite" / "dist" / "src" / "blob" 
 _EXIT_WITH_PARENT = AZURITE_DIR / "exit-with-parent.cjs"
 
 ACCOUNT = "devstoreaccount1"
-ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="  # noqa: S105, E501
+ACCOUNT_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
 """Azurite's one account and its published key (the emulator accepts no other)."""
 _API_VERSION = "2021-08-06"
 
@@ -126,7 +128,7 @@ class AzuriteServer:
             connection.close()
         wanted = expect if isinstance(expect, tuple) else (expect,)
         if response.status not in wanted:
-            raise RuntimeError(f"Azurite: {method} {path} answered {response.status}: {body[:300]!r}")
+            raise RuntimeError(f"Azurite: {method} {path}: {response.status} {body[:300]!r}")
 
 
 @contextmanager
