@@ -10,7 +10,8 @@ runs in its own process (delta-rs keeps the GIL while it waits on the network, s
 serving it could run in the test process), and stops when its standard input closes:
 ``tests/azurite/exit-with-parent.cjs``, loaded before it, exits on that, so a test run that
 dies cannot leave it behind. Each test gets its own container, made with one Blob REST call
-signed with Shared Key: a PUT and two DELETEs are all the tests need, not an Azure SDK.
+signed with Shared Key: a handful of GETs, PUTs and DELETEs are all the tests need (a
+container, and the blobs the tamper tests read, replace or delete), not an Azure SDK.
 """
 
 from __future__ import annotations
@@ -90,18 +91,35 @@ class AzuriteServer:
         parts = urlsplit(uri)
         self._request("DELETE", f"{parts.hostname}{parts.path}", {}, expect=202)
 
+    def read_blob(self, container: str, name: str) -> bytes:
+        """The bytes of one blob."""
+        return self._request("GET", f"{container}/{name}", {}, expect=200)
+
+    def write_blob(self, container: str, name: str, data: bytes) -> None:
+        """Put ``data`` in one blob, replacing what is there."""
+        self._request(
+            "PUT", f"{container}/{name}", {}, expect=201, body=data,
+            headers={"x-ms-blob-type": "BlockBlob"},
+        )  # fmt: skip
+
     def _request(
-        self, method: str, path: str, query: Mapping[str, str], *, expect: int | tuple[int, ...]
-    ) -> None:
+        self, method: str, path: str, query: Mapping[str, str], *,
+        expect: int | tuple[int, ...], body: bytes = b"", headers: Mapping[str, str] = {},
+    ) -> bytes:  # fmt: skip
         """One Blob REST call, signed with Shared Key (Azure's "authorize with Shared Key")."""
-        headers = {"x-ms-date": formatdate(usegmt=True), "x-ms-version": _API_VERSION}
+        headers = {
+            **headers, "x-ms-date": formatdate(usegmt=True), "x-ms-version": _API_VERSION,
+        }  # fmt: skip
         url_path = f"/{ACCOUNT}/{quote(path)}"
-        # VERB, then 11 standard headers this call sends none of (Content-Length included:
-        # empty when 0), the x-ms- headers sorted, then the account and the resource.
+        # VERB, then 11 standard headers this call sends none of but Content-Length (empty
+        # when 0), the x-ms- headers sorted, then the account and the resource.
         signed = "\n".join(
             [
                 method,
-                *[""] * 11,
+                "",
+                "",
+                str(len(body)) if body else "",
+                *[""] * 8,
                 *(f"{name}:{value}" for name, value in sorted(headers.items())),
                 f"/{ACCOUNT}{url_path}",
                 *(f"{name}:{value}" for name, value in sorted(query.items())),
@@ -117,18 +135,20 @@ class AzuriteServer:
         try:
             connection.request(
                 method, target,
+                body=body,
                 headers={
                     **headers, "Authorization": f"SharedKey {ACCOUNT}:{signature}",
-                    "Content-Length": "0",
+                    "Content-Length": str(len(body)),
                 },
             )  # fmt: skip
             response = connection.getresponse()
-            body = response.read()
+            answer = response.read()
         finally:
             connection.close()
         wanted = expect if isinstance(expect, tuple) else (expect,)
         if response.status not in wanted:
-            raise RuntimeError(f"Azurite: {method} {path}: {response.status} {body[:300]!r}")
+            raise RuntimeError(f"Azurite: {method} {path}: {response.status} {answer[:300]!r}")
+        return answer
 
 
 @contextmanager

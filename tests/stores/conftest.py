@@ -1,12 +1,12 @@
 """The object-store fixtures: one moto S3 server and one Azurite per session, started when a
 test first needs it, and a fresh bucket or container per test.
 
-Two fixtures run a test once per storage a trail can live on (the object stores marked
-``objectstore``): ``place`` (:mod:`tests.stores.places`: the local filesystem and S3), for
-the tests that tamper with a trail object by object, and ``location``
-(:mod:`tests.stores.backends`: local, S3 and Azure), a trail root with a cleanup, for the
-tests of the store's behaviour; ``object_place``, the object stores alone, for the
-many-writer tests.
+Two fixtures run a test once per storage a trail can live on, the local filesystem, S3 and
+Azure (the object stores marked ``objectstore``): ``place`` (:mod:`tests.stores.places`),
+for the tests that tamper with a trail object by object, and ``location``
+(:mod:`tests.stores.backends`), a trail root with a cleanup, for the tests of the store's
+behaviour; ``object_place``, the object stores alone, for the many-writer tests. Another
+backend is one more entry in ``PLACES`` and ``BACKENDS``.
 
 Azurite's tests skip where it is not installed (``npm ci --prefix tests/azurite``), unless
 ``GROUNDLOCK_REQUIRE_AZURITE=1`` (``.ci/run`` sets it): then a missing Azurite fails them.
@@ -23,7 +23,7 @@ import pytest
 from tests.fakes.azurite import AzuriteServer, azurite, azurite_missing
 from tests.fakes.s3 import S3Server, moto_s3
 from tests.stores.backends import BACKENDS, Location, open_location
-from tests.stores.places import LocalPlace, Place, S3Place
+from tests.stores.places import AzurePlace, LocalPlace, Place, S3Place
 
 
 @pytest.fixture(scope="session")
@@ -62,22 +62,28 @@ def _s3_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     return S3Place(server, server.new_bucket(), tmp_path / "spool")
 
 
+def _azure_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    server: AzuriteServer = request.getfixturevalue("azurite_server")
+    return AzurePlace(server, server.new_container(), tmp_path / "spool")
+
+
 PLACES: dict[str, Callable[[pytest.FixtureRequest, Path], Place]] = {
     "local": lambda _request, tmp_path: LocalPlace(tmp_path / "audit"),
     "s3": _s3_place,
+    "azure": _azure_place,
 }
 """How to make each place a trail can live on, by the name its tests are run under."""
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.objectstore)])
+@pytest.fixture(params=BACKENDS)
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     """An empty place for a trail: each test runs on every backend."""
     return PLACES[request.param](request, tmp_path)
 
 
-OBJECT_STORES = [pytest.param("s3", marks=pytest.mark.objectstore)]
-"""The places on an object store, by their ``PLACES`` name: the many-writer tests
-(tests/stores/test_many_writers.py) run on each. Azurite joins with one more param."""
+OBJECT_STORES = [param for param in BACKENDS if param.values[0] != "local"]
+"""The places on an object store, by their ``PLACES`` name (S3 and Azure): the many-writer
+tests (tests/stores/test_many_writers.py) run on each."""
 
 
 @pytest.fixture(params=OBJECT_STORES)

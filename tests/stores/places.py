@@ -1,9 +1,10 @@
 """Where a trail test keeps its trail, and how it tampers with it there.
 
-Each place is real storage: a local folder, or a bucket on the moto S3 server. A test
-tampers as anyone with write access to that storage could, object by object (read, write,
-delete a key under the store's root), never through groundlock. Another backend (Azurite)
-is one more class here and one more entry in ``PLACES`` (``tests/stores/conftest.py``).
+Each place is real storage: a local folder, a bucket on the moto S3 server, or a container
+on Azurite. A test tampers as anyone with write access to that storage could, object by
+object (read, write, delete a key under the store's root), never through groundlock.
+Another backend is one more class here and one more entry in ``PLACES``
+(``tests/stores/conftest.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from groundlock.stores import DeltaAuditStore
+from tests.fakes.azurite import AzuriteServer
 from tests.fakes.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 
 
@@ -105,3 +107,36 @@ class S3Place:
             "s3", endpoint_url=self.server.endpoint, region_name="us-east-1",
             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
         )  # fmt: skip
+
+
+@dataclass
+class AzurePlace:
+    """A trail in a fresh container on Azurite, tampered with through the Blob REST API."""
+
+    server: AzuriteServer
+    container: str
+    spool_dir: Path
+    prefix: str = "audit"
+
+    @property
+    def root(self) -> str:
+        return f"az://{self.container}/{self.prefix}"
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.server.storage_options()
+
+    def store(self, **settings: Any) -> DeltaAuditStore:
+        return DeltaAuditStore(
+            self.root, self.options,
+            **{"spool_dir": self.spool_dir, "flush_interval_seconds": 30, **settings},
+        )  # fmt: skip
+
+    def read(self, key: str) -> bytes:
+        return self.server.read_blob(self.container, f"{self.prefix}/{key}")
+
+    def write(self, key: str, data: bytes) -> None:
+        self.server.write_blob(self.container, f"{self.prefix}/{key}", data)
+
+    def delete(self, key: str) -> None:
+        self.server.delete_blob(f"az://{self.container}/{self.prefix}/{key}")

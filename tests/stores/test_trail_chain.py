@@ -1,9 +1,10 @@
 """The trail's hash chain: an untouched trail verifies, and each kind of tampering is named.
 
-Every test writes a real trail through ``DeltaAuditStore``, once on the local filesystem
-and once on S3 (moto's server; ``place`` in ``tests/stores/conftest.py``), and tampers with
-it as an attacker with write access to that storage would: editing, deleting or replacing
-Parquet files, committing rows with plain delta-rs, cutting or garbling the log.
+Every test writes a real trail through ``DeltaAuditStore``, once on the local filesystem,
+once on S3 (moto's server) and once on Azure Blob Storage (Azurite; ``place`` in
+``tests/stores/conftest.py``), and tampers with it as an attacker with write access to that
+storage would: editing, deleting or replacing Parquet files, committing rows with plain
+delta-rs, cutting or garbling the log.
 """
 
 from __future__ import annotations
