@@ -1,11 +1,13 @@
-"""The command line on S3: every command that reads or writes a table, against moto's server.
+"""The command line on object stores: every command that reads or writes a table.
 
-A user points the commands at ``s3://`` URIs and gives delta-rs its settings in the
-environment (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, keys, region), as the README says.
+A user points the commands at ``s3://`` or ``az://`` URIs and gives delta-rs its settings
+in the environment (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, keys, region; or
+``AZURE_STORAGE_ACCOUNT_NAME``, its key, the endpoint, ``AZURE_ALLOW_HTTP``), as the README
+says; here against moto's S3 server and Azurite.
 Each command runs as its own process, as a shell would run it, so what the library reads
 from the environment is what a real run reads. One trail, archive, index and evaluation log
-in one bucket, in the order a user meets them: index, ask, list, show, feedback, report,
-replay, compact, eval, compare.
+in one bucket or container, in the order a user meets them: index, ask, list, show,
+feedback, report, replay, compact, eval, compare.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.s3 import S3Server
+from tests.stores.places import Place
 
 ROOT = Path(__file__).parents[2]
 HANDBOOK = ROOT / "examples" / "handbook"
@@ -33,16 +36,12 @@ def _groundlock(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[
     )  # fmt: skip
 
 
-def test_every_table_command_works_on_s3(s3: tuple[S3Server, str], tmp_path: Path) -> None:
-    server, bucket = s3
-    env = {
-        **os.environ,
-        **server.storage_options(),
-        "GROUNDLOCK_SPOOL_DIR": str(tmp_path / "spool"),
-    }
+def test_every_table_command_works_on_an_object_store(object_place: Place, tmp_path: Path) -> None:
+    env = {**os.environ, **object_place.options, "GROUNDLOCK_SPOOL_DIR": str(tmp_path / "spool")}
     env.pop("GROUNDLOCK_STORE", None)
-    index, store = f"s3://{bucket}/index", f"s3://{bucket}/audit"
-    archive, log = f"s3://{bucket}/archive", f"s3://{bucket}/eval"
+    base = object_place.root.rsplit("/", 1)[0]  # the bucket's or container's root
+    index, store = f"{base}/index", f"{base}/audit"
+    archive, log = f"{base}/archive", f"{base}/eval"
 
     done = _groundlock(env, "index", str(HANDBOOK / "docs"), "--index", index)
     assert done.returncode == 0, done.stderr
