@@ -1,4 +1,4 @@
-"""The README's fast subset leaves out Spark, the browser and the slow tests, and only those."""
+"""The README's fast subset leaves out Spark, the browser, object stores and slow tests only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-FAST = "not spark and not browser and not slow"
+FAST = "not spark and not browser and not slow and not objectstore"
 
 
 def _collected(marks: str) -> set[str]:
@@ -28,6 +28,9 @@ def test_the_fast_subset_leaves_out_spark_the_browser_and_the_slow_tests():
     assert "tests/spark/test_runner.py" not in files  # every test there takes the spark fixture
     assert "tests/spark/test_example.py" not in files  # runs Spark in a subprocess, marked
     assert "tests/cli/test_report_browser.py" not in files
+    assert not any("test_azure_refuses_a_second_commit_of_one_version" in node for node in fast)
+    assert not any("[s3]" in node or "[azure]" in node for node in fast)
+    assert any("[local]" in node for node in fast)  # a backend-parametrized test stays, locally
     assert not any("test_the_cli_exits_cleanly_100_times" in node for node in fast)
     assert not any("test_mypy_strict_finds_nothing" in node for node in fast)
     # What is left is most of the suite, not an empty selection that passes by running nothing.
