@@ -71,9 +71,10 @@ from groundlock.stores.hashchain import (
     EMPTY,
     Link,
     Running,
-    batch_digest,
     chain_head,
+    link_digest,
     model_row_hash,
+    rows_digest,
 )
 from groundlock.stores.keys import family_index, new_rows
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
@@ -664,8 +665,9 @@ def _link(
     head = chain_head(table, row_type.table)
     hashes = [model_row_hash(row) for row in rows]
     running = (head.running or _rows_held(table, row_type)).plus(hashes)
-    digest = batch_digest(row_type.table, head.digest, hashes, running)
-    return Link(head.seq + 1, head.digest, digest, len(rows), writer, running).metadata()
+    own = rows_digest(hashes)
+    digest = link_digest(row_type.table, head.digest, len(rows), own, running)
+    return Link(head.seq + 1, head.digest, digest, len(rows), writer, running, own).metadata()
 
 
 def _rows_held(table: DeltaTable, row_type: type[TableRow]) -> Running:

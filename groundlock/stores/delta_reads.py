@@ -56,6 +56,30 @@ def sql_time(moment: datetime) -> str:
     return f"TIMESTAMP {sql_text(moment.astimezone(UTC).replace(tzinfo=None).isoformat() + 'Z')}"
 
 
+_NANOSECOND_RANGE = (
+    datetime(1677, 9, 22, tzinfo=UTC),
+    datetime(2262, 4, 11, tzinfo=UTC),
+)
+"""Where DataFusion's TIMESTAMP literals hold a moment (they count nanoseconds in 64 bits)."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _time_condition(operator: str, moment: datetime) -> str:
+    """``timestamp_utc <operator> moment``, for any moment a ``datetime`` holds.
+
+    Inside DataFusion's literal range, as a TIMESTAMP literal (file statistics can skip
+    files on it); outside it, on the column's integer microseconds, which hold every year a
+    ``datetime`` holds: a literal there fails the read, and an open-ended window ("since
+    year 1") must read as one.
+    """
+    low, high = _NANOSECOND_RANGE
+    if low <= moment <= high:
+        return f"timestamp_utc {operator} {sql_time(moment)}"
+    delta = moment - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return f"CAST(timestamp_utc AS BIGINT) {operator} {micros}"
+
+
 def where_sql(query: TrailQuery, ids: Sequence[str] | None = None) -> str:
     """The SQL condition of ``query``'s filters; ``ids`` stands for its request ids."""
     conditions = [
@@ -64,9 +88,9 @@ def where_sql(query: TrailQuery, ids: Sequence[str] | None = None) -> str:
         if (value := getattr(query, name)) is not None
     ]
     if query.since is not None:
-        conditions.append(f"timestamp_utc >= {sql_time(query.since)}")
+        conditions.append(_time_condition(">=", query.since))
     if query.until is not None:
-        conditions.append(f"timestamp_utc < {sql_time(query.until)}")
+        conditions.append(_time_condition("<", query.until))
     if ids is not None:
         conditions.append(f"request_id IN ({', '.join(sql_text(i) for i in ids)})")
     return " AND ".join(conditions)

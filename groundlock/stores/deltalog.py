@@ -47,6 +47,10 @@ class Commit:
     info: Mapping[str, Any]
     adds: tuple[Mapping[str, Any], ...]
     removes: tuple[Mapping[str, Any], ...]
+    metadata: Mapping[str, Any] | None = None
+    """The commit's ``metaData`` action (schema, partition columns, configuration), if any."""
+    protocol: Mapping[str, Any] | None = None
+    """The commit's ``protocol`` action, if any."""
 
 
 @dataclass
@@ -60,6 +64,8 @@ class DeltaLog:
     """Versions whose commit file is not Delta log JSON."""
     unloadable: str | None = None
     """Why delta-rs cannot load the table (class and cause), when the log has commits."""
+    loaded: int | None = None
+    """The version delta-rs loads (from the commits, or from a Delta checkpoint)."""
 
 
 def present_versions(
@@ -140,7 +146,7 @@ def read_log(
         versions = listed
     else:
         versions = present_versions(exists, loaded, 0 if loaded is not None else _floor(files))
-    log = DeltaLog()
+    log = DeltaLog(loaded=loaded)
     for version in versions:
         if not exists(version):  # deleted since it was listed: a gap like any other
             continue
@@ -196,6 +202,8 @@ def _parse(version: int, text: bytes) -> Commit | None:
     info: Mapping[str, Any] = {}
     adds: list[Mapping[str, Any]] = []
     removes: list[Mapping[str, Any]] = []
+    metadata: Mapping[str, Any] | None = None
+    protocol: Mapping[str, Any] | None = None
     try:
         for line in text.decode("utf-8").splitlines():
             if not line.strip():
@@ -205,6 +213,10 @@ def _parse(version: int, text: bytes) -> Commit | None:
                 return None
             if isinstance(action.get("commitInfo"), dict):
                 info = action["commitInfo"]
+            if isinstance(action.get("metaData"), dict):
+                metadata = action["metaData"]
+            if isinstance(action.get("protocol"), dict):
+                protocol = action["protocol"]
             for kind, actions in (("add", adds), ("remove", removes)):
                 if kind in action:
                     if not isinstance(action[kind], dict) or not isinstance(
@@ -214,4 +226,4 @@ def _parse(version: int, text: bytes) -> Commit | None:
                     actions.append(action[kind])
     except ValueError:  # not UTF-8, not JSON
         return None
-    return Commit(version, info, tuple(adds), tuple(removes))
+    return Commit(version, info, tuple(adds), tuple(removes), metadata, protocol)

@@ -67,17 +67,21 @@ __all__ = [
     "batch_digest",
     "chain_head",
     "genesis",
+    "link_digest",
     "link_of",
     "model_row_hash",
     "row_bytes",
     "row_hash",
+    "rows_digest",
 ]
 
 CHAIN_KEY = "groundlock.chain"
 """The ``commitInfo`` key a link is stored under."""
-_FORMATS = (1, 2)
+_FORMATS = (1, 2, 3)
 _TAG = b"groundlock-chain-v1\x00"
 _TAG_2 = b"groundlock-chain-v2\x00"
+_TAG_3 = b"groundlock-chain-v3\x00"
+_TAG_ROWS = b"groundlock-rows-v1\x00"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -114,12 +118,23 @@ class Link:
     writer: str
     """The spool writer that committed it (for the operator; not part of the digest)."""
     running: Running | None = None
-    """The table's running count and row set after it (format 2); None in format 1."""
+    """The table's running count and row set after it (format 2 on); None in format 1."""
+    own: str | None = None
+    """The digest of the commit's own rows, :func:`rows_digest` (format 3 on).
+
+    With it the link's digest is recomputed from the link alone (:func:`link_digest`), so
+    a link whose files a compaction and a vacuum removed cannot have its running sum
+    rewritten unseen (in format 2 the digest needed the commit's rows to recompute)."""
+
+    @property
+    def version(self) -> int:
+        """The link's format."""
+        return 1 if self.running is None else 2 if self.own is None else 3
 
     def metadata(self) -> dict[str, Any]:
         """The ``custom_metadata`` entry that records this link in its commit."""
         entry: dict[str, Any] = {
-            "v": 1 if self.running is None else 2,
+            "v": self.version,
             "seq": self.seq,
             "prev": self.prev,
             "digest": self.digest,
@@ -129,6 +144,8 @@ class Link:
         if self.running is not None:
             entry["total"] = self.running.total
             entry["set"] = self.running.rowset.text()
+        if self.own is not None:
+            entry["own"] = self.own
         return {CHAIN_KEY: entry}
 
 
@@ -196,15 +213,36 @@ def batch_digest(
     return digest.hexdigest()
 
 
+def rows_digest(hashes: Iterable[bytes]) -> str:
+    """A commit's own rows as one digest (hex): their hashes as a multiset, counted."""
+    ordered = sorted(hashes)
+    digest = hashlib.sha256(_TAG_ROWS + len(ordered).to_bytes(8, "big"))
+    for item in ordered:
+        digest.update(item)
+    return digest.hexdigest()
+
+
+def link_digest(table: str, prev: str, rows: int, own: str, running: Running) -> str:
+    """A format-3 link's digest, from the link's own fields alone (no row needed)."""
+    digest = hashlib.sha256(_TAG_3)
+    digest.update(table.encode() + b"\x00" + bytes.fromhex(prev))
+    digest.update(rows.to_bytes(8, "big") + bytes.fromhex(own))
+    digest.update(running.total.to_bytes(8, "big") + running.rowset.digest())
+    return digest.hexdigest()
+
+
 def link_of(commit_info: Mapping[str, Any]) -> Link | None:
     """The link a commit records, or None (no link, or one this version cannot read)."""
     raw = commit_info.get(CHAIN_KEY)
     if not isinstance(raw, Mapping) or raw.get("v") not in _FORMATS:
         return None
     try:
-        running = None
-        if raw["v"] == 2:
+        running = own = None
+        if raw["v"] >= 2:
             running = Running(int(raw["total"]), LtHash.from_text(str(raw["set"])))
+        if raw["v"] >= 3:
+            own = str(raw["own"])
+            bytes.fromhex(own)  # (a ValueError, like any malformed field: no link)
         return Link(
             seq=int(raw["seq"]),
             prev=str(raw["prev"]),
@@ -212,6 +250,7 @@ def link_of(commit_info: Mapping[str, Any]) -> Link | None:
             rows=int(raw["rows"]),
             writer=str(raw.get("writer", "")),
             running=running,
+            own=own,
         )
     except (KeyError, TypeError, ValueError):
         return None

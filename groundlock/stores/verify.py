@@ -32,6 +32,12 @@ it reports, naming table, version and file:
   log delta-rs cannot load that no gap explains.
 * With a signed checkpoint: ``BAD_SIGNATURE``, ``TRUNCATED`` (the history ends before the
   checkpoint's version) and ``HISTORY_REWRITTEN`` (the link at that version differs).
+* ``LINK_CHANGED``: a format-3 link whose fields do not hash to its digest, or whose
+  running count is not the previous link's plus its rows (checked without its files).
+* What changes what readers see without changing a file (an adversarial review's finds):
+  ``CHECKPOINT_AHEAD`` (delta-rs loads a version from a Delta checkpoint past the last
+  commit JSON), ``DELETION_VECTOR`` and ``LAYOUT_CHANGED`` (partition columns other than
+  the day, column mapping). Removes are checked in linked commits too (``ROWS_REMOVED``).
 
 Local tables and tables on any object store delta-rs opens (``s3://``, ``az://``,
 ``abfss://``...) are verified alike: the log and the files are read as bytes through
@@ -66,7 +72,16 @@ from urllib.parse import unquote
 
 from groundlock.stores.delta_tables import CHAIN_START
 from groundlock.stores.deltalog import Commit, read_log
-from groundlock.stores.hashchain import Link, Running, batch_digest, genesis, link_of, row_hash
+from groundlock.stores.hashchain import (
+    Link,
+    Running,
+    batch_digest,
+    genesis,
+    link_digest,
+    link_of,
+    row_hash,
+    rows_digest,
+)
 from groundlock.stores.lthash import LtHash
 from groundlock.stores.objectfiles import TableFiles, table_files
 from groundlock.stores.readers import sql_text
@@ -280,10 +295,14 @@ def verify_table(
         head = ""  # history before it was cleaned from the log: take its first link's prev
         report.findings.insert(0, _truncated(name, present[0]))
     start = _chain_start(name, commits)
+    prior: Link | None = None
     for commit in commits:
+        _check_reader_view(report, commit)
         link = link_of(commit.info)
         if link is not None:
             report.links += 1
+            _link_altered(report, commit, link, prior)
+            prior = link
             if head and (link.prev != head or link.seq != seq + 1):
                 report.findings.append(
                     Finding(
@@ -301,6 +320,15 @@ def verify_table(
             report.unchained_rows += _rows_added(commit)
         elif commit.version >= since:
             _check_unlinked(report, data, commit)
+    last = max(present)
+    if log.loaded is not None and log.loaded > last:
+        report.findings.append(
+            Finding(
+                name, log.loaded, "CHECKPOINT_AHEAD",
+                f"delta-rs reads this version from a Delta checkpoint, past the last commit in "
+                f"the log ({last}): what readers see was never in a commit this check could read",
+            )
+        )  # fmt: skip
     if commits and since <= commits[0].version:
         live = _live_files(os.fspath(location), commits[-1].version, storage_options)
         _check_row_set(report, data, commits, live)
@@ -317,7 +345,73 @@ def verify_store(store: DeltaAuditStore, *, since: int = 0) -> list[TableReport]
     ]
 
 
+_LAYOUTS = ((), ("day_utc",))
+"""The partition columns an audit table may have: none (tables from before the day
+layout) or the UTC day. Any other makes the log, not the files, say what a column holds."""
+
+
+def _check_reader_view(report: TableReport, commit: Commit) -> None:
+    """Log actions that change what readers see of the files without changing the files.
+
+    The chain hashes the rows stored in the data files; a reader sees them as delta-rs
+    assembles them from the log. A deletion vector hides rows, a partition column's value
+    comes from the log and not the file, and column mapping can rename one column to
+    another: none of them is anything the store writes, so each is reported.
+    """
+    vectors = [add for add in commit.adds if add.get("deletionVector")]
+    if vectors:
+        report.findings.append(
+            Finding(
+                report.table, commit.version, "DELETION_VECTOR",
+                "a deletion vector hides rows of a data file from readers",
+                tuple(_name(add) for add in vectors),
+            )
+        )  # fmt: skip
+    metadata = commit.metadata
+    if metadata is None:
+        return
+    columns = metadata.get("partitionColumns") or []
+    configuration = metadata.get("configuration") or {}
+    mapping = str(configuration.get("delta.columnMapping.mode", "none")).lower()
+    why = None
+    if not isinstance(columns, list) or tuple(columns) not in _LAYOUTS:
+        why = f"it partitions the table by {columns!r}: readers take those values from the log"
+    elif mapping != "none":
+        why = f"it turns on column mapping ({mapping}): the log can rename a column to another"
+    if why is not None:
+        report.findings.append(Finding(report.table, commit.version, "LAYOUT_CHANGED", why))
+
+
+def _link_altered(report: TableReport, commit: Commit, link: Link, prior: Link | None) -> bool:
+    """Whether a format-3 link's own fields contradict its digest or the link before it.
+
+    Needs no row: a link whose files a compaction and a vacuum removed is still checked, so
+    its running count and row set cannot be rewritten unseen (they are what the live rows
+    are checked against).
+    """
+    if link.own is None or link.running is None:
+        return False
+    why = None
+    if link_digest(report.table, link.prev, link.rows, link.own, link.running) != link.digest:
+        why = "its fields do not hash to its digest (the link was edited)"
+    elif (
+        prior is not None
+        and prior.running is not None
+        and prior.seq + 1 == link.seq
+        and link.running.total != prior.running.total + link.rows
+    ):
+        why = (
+            f"its running row count {link.running.total} is not the previous link's "
+            f"{prior.running.total} plus its {link.rows} row(s)"
+        )
+    if why is None:
+        return False
+    report.findings.append(Finding(report.table, commit.version, "LINK_CHANGED", why))
+    return True
+
+
 def _check_link(report: TableReport, files: _Files, commit: Commit, link: Link) -> None:
+    _check_removes(report, files, commit)  # a linked commit must not remove rows either
     hashes: list[bytes] = []
     adds = [add for add in commit.adds if add.get("dataChange", True)]
     for add in adds:
@@ -332,8 +426,11 @@ def _check_link(report: TableReport, files: _Files, commit: Commit, link: Link) 
             return
         hashes.extend(found)
     report.rows += len(hashes)
-    digest = batch_digest(report.table, link.prev, hashes, link.running)
-    if len(hashes) == link.rows and digest == link.digest:
+    if link.own is not None:
+        matches = rows_digest(hashes) == link.own
+    else:
+        matches = batch_digest(report.table, link.prev, hashes, link.running) == link.digest
+    if len(hashes) == link.rows and matches:
         return
     suspects = tuple(_name(add) for add in adds if _looks_changed(files, add)) or tuple(
         _name(add) for add in adds
@@ -361,7 +458,6 @@ def _looks_changed(files: _Files, add: Mapping[str, Any]) -> bool:
 
 def _check_unlinked(report: TableReport, files: _Files, commit: Commit) -> None:
     data_adds = [add for add in commit.adds if add.get("dataChange", True)]
-    data_removes = [remove for remove in commit.removes if remove.get("dataChange", True)]
     if data_adds:
         report.findings.append(
             Finding(
@@ -371,6 +467,12 @@ def _check_unlinked(report: TableReport, files: _Files, commit: Commit) -> None:
                 tuple(_name(add) for add in data_adds),
             )
         )  # fmt: skip
+    _check_removes(report, files, commit)
+
+
+def _check_removes(report: TableReport, files: _Files, commit: Commit) -> None:
+    """A commit, linked or not, may remove rows only to move them (a compaction)."""
+    data_removes = [remove for remove in commit.removes if remove.get("dataChange", True)]
     if data_removes:
         report.findings.append(
             Finding(

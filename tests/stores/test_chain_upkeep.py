@@ -13,15 +13,25 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from groundlock.contracts.audit_rows import FeedbackRow, TableRow
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
+from groundlock.stores import delta as delta_module
 from groundlock.stores.arrow import arrow_schema, to_arrow
-from groundlock.stores.hashchain import Link, batch_digest, genesis, model_row_hash
+from groundlock.stores.hashchain import (
+    EMPTY,
+    Link,
+    batch_digest,
+    chain_head,
+    genesis,
+    model_row_hash,
+)
 from groundlock.stores.readers import table_row
 from groundlock.stores.verify import (
     TableReport,
@@ -214,7 +224,9 @@ def test_a_format_1_link_with_an_edited_row_is_still_found(tmp_path: Path) -> No
     assert _kinds(_verify(root)) == [("ROW_CHANGED", 2)]
 
 
-def test_an_old_trail_written_on_continues_its_chain_in_format_2(tmp_path: Path) -> None:
+def test_an_old_trail_written_on_continues_its_chain_in_the_current_format(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "audit"
     _old_trail(root)
     store = DeltaAuditStore(root, flush_interval_seconds=30, min_vacuum_retention_hours=0)
@@ -225,7 +237,7 @@ def test_an_old_trail_written_on_continues_its_chain_in_format_2(tmp_path: Path)
     assert (report.links, report.live_rows) == (3, 7)  # the 6 old rows start the row set
     history = DeltaTable(str(root / "validations")).history()
     newest = next(c["groundlock.chain"] for c in history if "groundlock.chain" in c)
-    assert (newest["v"], newest["seq"], newest["total"]) == (2, 3, 7)
+    assert (newest["v"], newest["seq"], newest["total"]) == (3, 3, 7)
 
 
 def test_old_rows_edited_after_the_upgrade_are_found_once_compacted(tmp_path: Path) -> None:
@@ -453,3 +465,47 @@ def _add_feedback(root: str, worker: int) -> None:
     store = DeltaAuditStore(root, flush_interval_seconds=30)
     for number in range(3):
         store.add_feedback(f"r0-{worker}", number + 1, f"worker {worker}")
+
+
+def _format_2_link(
+    table: DeltaTable, row_type: type[TableRow], rows: Sequence[TableRow], writer: str
+) -> dict[str, Any]:
+    """The link the store wrote before format 3 (no ``own``: the digest needs the rows)."""
+    head = chain_head(table, row_type.table)
+    hashes = [model_row_hash(row) for row in rows]
+    running = (head.running or EMPTY).plus(hashes)
+    digest = batch_digest(row_type.table, head.digest, hashes, running)
+    return Link(head.seq + 1, head.digest, digest, len(rows), writer, running).metadata()
+
+
+def test_format_2_links_still_verify_and_a_format_3_link_follows_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "audit"
+    monkeypatch.setattr(delta_module, "_link", _format_2_link)
+    store = DeltaAuditStore(root, flush_interval_seconds=30)
+    for n in range(2):
+        store.record(validation_row(request_id=f"v2-{n}"), query_row(request_id=f"v2-{n}"))
+        store.flush()
+    store.close()
+    monkeypatch.undo()
+    store = DeltaAuditStore(root, flush_interval_seconds=30)
+    store.record(validation_row(request_id="v3"), query_row(request_id="v3"))
+    store.close()
+    history = DeltaTable(str(root / "validations")).history()
+    formats = [c["groundlock.chain"]["v"] for c in history if "groundlock.chain" in c]
+    assert formats == [3, 2, 2]  # newest first
+    report = _verify(root)
+    assert report.findings == []
+    assert report.live_rows == 3
+    # An edited row of a format-2 commit is still found, by its digest over the rows.
+    logs = sorted((root / "validations" / "_delta_log").glob("*.json"))
+    version, add = next(
+        (int(path.stem), json.loads(line)["add"])
+        for path in logs
+        for line in path.read_text().splitlines()
+        if '"add"' in line
+    )
+    forged = [validation_row(request_id="v2-0", message="edited")]
+    shutil.copyfile(_forged_file(tmp_path, forged), root / "validations" / add["path"])
+    assert ("ROW_CHANGED", version) in _kinds(_verify(root))

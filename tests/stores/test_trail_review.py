@@ -3,10 +3,11 @@
 Each test is one attack by someone with write access to the storage but not the operator's
 checkpoint key, made on a real local trail as such a person would make it: with plain
 delta-rs (``write_deltalake``, ``DeltaTable``) and by editing ``_delta_log`` JSON and Parquet
-files. Each asserts what verify *should* report and fails today, so it is marked
-``xfail(strict=True)``: the day the product catches the attack, the mark must go.
+files. Each asserts what verify reports; each failed when the review wrote it (as a strict
+xfail) and passes since the fix it names (``LINK_CHANGED``, ``CHECKPOINT_AHEAD``,
+``DELETION_VECTOR``, ``LAYOUT_CHANGED``, removes checked in linked commits).
 
-What every attack here shares: verify hashes the *physical* Parquet rows and trusts
+What every attack here shared: verify hashed the *physical* Parquet rows and trusted
 whatever in the log is not a row (a link's row set once its files are gone, a Delta
 checkpoint, deletion vectors, partition values, column mapping), while every reader sees
 the *logical* table delta-rs builds from all of it.
@@ -117,11 +118,6 @@ def _read(root: Path) -> list[ValidationRow]:
 # -- 1. a link's row set is bound to nothing once its files are compacted away -----------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a format-2 link whose files were compacted and vacuumed has its digest "
-    "never recomputed, so its recorded total/set can be rewritten to match edited rows",
-)
 def test_rows_edited_after_compaction_are_hidden_by_rewriting_the_newest_links_row_set(
     tmp_path: Path,
 ) -> None:
@@ -151,18 +147,13 @@ def test_rows_edited_after_compaction_are_hidden_by_rewriting_the_newest_links_r
     _rewrite(root, newest, actions)
     read = {row.record_id: row.status for row in _read(root)}
     assert (read[rows[0].record_id], len(read)) == ("FAILED", len(rows) - 1)
-    assert "LIVE_ROWS_CHANGED" in _problems(root, checkpoint)  # today: [] (verified)
+    # The newest link's running sum was rewritten: it no longer hashes to its digest.
+    assert "LINK_CHANGED" in _problems(root, checkpoint)
 
 
 # -- 2. a Delta checkpoint past the last commit is what readers see, and verify never reads it --
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: delta-rs loads a Delta checkpoint newer than every commit JSON; verify "
-    "reads only the JSON (and live files at its last version), so the table readers see is "
-    "never checked",
-)
 def test_a_delta_checkpoint_past_the_last_commit_changes_the_table_unseen(tmp_path: Path) -> None:
     root = tmp_path / "audit"
     _trail(root)
@@ -217,11 +208,6 @@ def _inline_deletion_vector(rows: list[int]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a deletion vector written into a linked commit's add action hides rows "
-    "from every reader; verify reads the raw Parquet and ignores it",
-)
 def test_a_deletion_vector_in_a_linked_commit_hides_rows(tmp_path: Path) -> None:
     root = tmp_path / "audit"
     _trail(root, batches=1)
@@ -254,11 +240,6 @@ def _metadata_commit(root: Path, change: Any, protocol: dict[str, Any] | None = 
     _rewrite(root, _versions(root)[-1] + 1, actions)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: partitionValues in add actions (and partitionColumns in metaData) are "
-    "not covered: readers take the column from the log, verify hashes the file's column",
-)
 def test_partition_values_in_the_log_rewrite_a_column_for_readers(tmp_path: Path) -> None:
     root = tmp_path / "audit"
     _trail(root, batches=2)
@@ -279,11 +260,6 @@ def test_partition_values_in_the_log_rewrite_a_column_for_readers(tmp_path: Path
     assert _problems(root, checkpoint) != []  # today: [] (verified)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a metadata-only commit turning on column mapping can swap two columns "
-    "for every reader; verify reports no commit that adds no rows",
-)
 def test_a_column_mapping_commit_swaps_two_columns_for_readers(tmp_path: Path) -> None:
     root = tmp_path / "audit"
     _trail(root, batches=1, model_name="configured-model", reported_model_name="served-model")
@@ -311,11 +287,6 @@ def test_a_column_mapping_commit_swaps_two_columns_for_readers(tmp_path: Path) -
 # -- 6. --since: a linked commit's other actions are never checked -----------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a remove action added to a linked commit is checked by nothing but the "
-    "row set, which --since skips: ROWS_REMOVED is only looked for in unlinked commits",
-)
 def test_a_remove_added_to_a_linked_commit_passes_verify_since(tmp_path: Path) -> None:
     root = tmp_path / "audit"
     _trail(root)
@@ -325,18 +296,13 @@ def test_a_remove_added_to_a_linked_commit_passes_verify_since(tmp_path: Path) -
     actions.append({"remove": {"path": dropped, "dataChange": True, "deletionTimestamp": 1}})
     _rewrite(root, newest, actions)
     assert len(_read(root)) == 8  # of 12
-    assert "LIVE_ROWS_CHANGED" in _problems(root)  # a full verify sees it
-    assert "ROWS_REMOVED" in _problems(root, since=newest)  # today: [] (verified)
+    assert "ROWS_REMOVED" in _problems(root)
+    assert "ROWS_REMOVED" in _problems(root, since=newest)
 
 
 # -- 7. the typed read seam: Delta and memory must answer one query alike ----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: sql_time writes TIMESTAMP literals DataFusion holds in nanoseconds, so a "
-    "moment before 1677 or after 2262 fails the read as TrailDamaged; MemoryAuditSink answers",
-)
 @pytest.mark.parametrize(
     "query",
     [
