@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
-from groundlock.stores.arrow import to_arrow
 from groundlock.stores.causes import store_error_cause as _reason
 from groundlock.stores.delta_reads import present as held_keys
 from groundlock.stores.delta_reads import stored_row_hashes
@@ -77,6 +76,7 @@ from groundlock.stores.hashchain import (
     rows_digest,
 )
 from groundlock.stores.keys import family_index, new_rows
+from groundlock.stores.layout import table_rows
 from groundlock.stores.location import delta_location, is_local, unsafe_commit_setting
 from groundlock.stores.lthash import LtHash
 from groundlock.stores.readers import InvalidRow, sql_text
@@ -490,7 +490,7 @@ class DeltaAuditStore:
             try:
                 write_deltalake(
                     table,
-                    to_arrow(row_type, rows),
+                    table_rows(table, row_type, rows),
                     mode="append",
                     commit_properties=CommitProperties(
                         app_transactions=[
@@ -607,7 +607,7 @@ class DeltaAuditStore:
             try:
                 write_deltalake(
                     table,
-                    to_arrow(FeedbackRow, [row]),
+                    table_rows(table, FeedbackRow, [row]),
                     mode="append",
                     commit_properties=CommitProperties(
                         app_transactions=[Transaction(_KEY_GUARD, guard + 1)],

@@ -1,16 +1,17 @@
 """The audit tables themselves: opening, creating and upgrading them, and checking them.
 
-A table is created append-only and **keeping its log**: Delta's log cleanup (delta-rs 1.x and
-Spark alike run it after writing a log checkpoint, every ``delta.checkpointInterval``
-commits, 100 by default in delta-rs, when ``delta.enableExpiredLogCleanup`` is true, the
-default) deletes commit files older than ``delta.logRetentionDuration`` (30 days by
-default), and with them the chain links they carry. So tables are created with
-``delta.enableExpiredLogCleanup=false``, which stops the automatic cleanup, and
-``delta.logRetentionDuration`` of 100 years, which also stops an explicit
-``DeltaTable.cleanup_metadata()`` (delta-rs applies the retention there and ignores the
-flag). The creating commit carries :data:`CHAIN_START`, as does the commit that sets them
-on a table an older groundlock made: from that version on, every commit that adds rows is
-one of the store's, linked, and an unlinked one is tampering, not history.
+A table is created append-only, partitioned by UTC day (:mod:`groundlock.stores.layout`;
+one an older groundlock made unpartitioned is used as it is) and **keeping its log**:
+Delta's log cleanup (delta-rs 1.x and Spark alike run it after writing a log checkpoint,
+every ``delta.checkpointInterval`` commits, 100 by default in delta-rs, when
+``delta.enableExpiredLogCleanup`` is true, the default) deletes commit files older than
+``delta.logRetentionDuration`` (30 days by default), and with them the chain links they
+carry. So tables are created with ``delta.enableExpiredLogCleanup=false``, which stops the
+automatic cleanup, and ``delta.logRetentionDuration`` of 100 years, which also stops an
+explicit ``DeltaTable.cleanup_metadata()`` (delta-rs applies the retention there and
+ignores the flag). The creating commit carries :data:`CHAIN_START`, as does the commit that
+sets them on a table an older groundlock made: from that version on, every commit that adds
+rows is one of the store's, linked, and an unlinked one is tampering, not history.
 
 Shared by the store's write, read and upkeep halves (:mod:`groundlock.stores.delta`,
 :mod:`~groundlock.stores.delta_reads`, :mod:`~groundlock.stores.delta_upkeep`). deltalake
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from groundlock.contracts.audit_rows import FeedbackRow, QueryRow, TableRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema
+from groundlock.stores.layout import PARTITION_BY, partitioned_schema, row_fields
 
 if TYPE_CHECKING:
     from arro3.core import Field as ArrowField
@@ -80,8 +82,9 @@ def open_table(
         try:
             DeltaTable.create(
                 uri,
-                arrow_schema(row_type),
+                partitioned_schema(row_type),  # by UTC day (stores/layout.py)
                 mode="ignore",
+                partition_by=list(PARTITION_BY),
                 configuration={"delta.appendOnly": "true", **LOG_KEPT},
                 storage_options=options,
                 commit_properties=CommitProperties(custom_metadata={CHAIN_START: "2"}),
@@ -111,7 +114,7 @@ def add_new_columns(table: DeltaTable, row_type: type[TableRow]) -> bool:
     from deltalake.schema import Field  # noqa: PLC0415  (never imported before a fork)
 
     want = {f.name: f for f in _fields(arrow_schema(row_type))}
-    have = _fields(table.schema().to_arrow())
+    have = row_fields(table)  # a day partition is no row column
     if any(f.name not in want or str(f.type) != str(want[f.name].type) for f in have):
         return False
     names = {f.name for f in have}
@@ -164,7 +167,7 @@ def log_cleanup_risk(table: DeltaTable) -> str | None:
 def schema_problem(table: DeltaTable, row_type: type[TableRow]) -> str | None:
     """Why ``table`` cannot hold ``row_type``'s rows (its schema, not append-only), or None."""
     want = [(f.name, str(f.type), f.nullable) for f in _fields(arrow_schema(row_type))]
-    have = [(f.name, str(f.type), f.nullable) for f in _fields(table.schema().to_arrow())]
+    have = [(f.name, str(f.type), f.nullable) for f in row_fields(table)]
     if sorted(want) != sorted(have):
         return "has an incompatible schema"
     if table.metadata().configuration.get("delta.appendOnly") != "true":
