@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from groundlock.contracts.audit_rows import TableRow, ValidationRow
 from groundlock.stores.hashchain import row_hash
 from groundlock.stores.keys import executions_of
+from groundlock.stores.layout import row_fields
 from groundlock.stores.readers import (
     InvalidRow,
     TrailDamaged,
@@ -99,11 +100,19 @@ def where_sql(query: TrailQuery, ids: Sequence[str] | None = None) -> str:
 def rows(
     store: DeltaAuditStore, row_type: type[RowT], query: TrailQuery
 ) -> list[RowT | InvalidRow]:
-    """The rows ``query`` selects from one of ``store``'s tables (see ``AuditReader.rows``)."""
+    """The rows ``query`` selects from one of ``store``'s tables (see ``AuditReader.rows``).
+
+    Its time window also goes to the reader as such, which on a table laid out by day adds
+    the days it covers (:func:`~groundlock.stores.layout.day_condition`): delta-rs then
+    opens only those days' files.
+    """
     query.check(row_type)
     order = "timestamp_utc DESC" if query.newest_first else "timestamp_utc"
+    window = (query.since, query.until)
     if query.request_ids is None:
-        return read_rows(store, row_type, where_sql(query), order_by=order, limit=query.limit)
+        return read_rows(
+            store, row_type, where_sql(query), order_by=order, limit=query.limit, window=window
+        )
     ids = sorted(set(query.request_ids))
     if not ids:
         return []
@@ -111,8 +120,9 @@ def rows(
     found: list[RowT | InvalidRow] = []
     for start in range(0, len(ids), _IDS_CHUNK):
         chunk = ids[start : start + _IDS_CHUNK]
+        condition = where_sql(query, chunk)
         found.extend(
-            read_rows(store, row_type, where_sql(query, chunk), order_by=order, limit=query.limit)
+            read_rows(store, row_type, condition, order_by=order, limit=query.limit, window=window)
         )
     if len(ids) > _IDS_CHUNK:
         found.sort(key=_moment, reverse=query.newest_first)
@@ -199,10 +209,8 @@ def stored_row_hashes(table: DeltaTable) -> list[bytes]:
     """
     from arro3.core import DataType  # noqa: PLC0415  (never imported before a fork)
 
-    schema = table.schema().to_arrow()
     selected = []
-    for index in range(len(schema)):
-        column = schema.field(index)
+    for column in row_fields(table):  # a day partition is in the log, not the rows' bytes
         quoted = '"' + column.name.replace('"', '""') + '"'
         if DataType.is_timestamp(column.type):
             selected.append(f"CAST({quoted} AS BIGINT) AS {quoted}")

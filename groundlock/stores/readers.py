@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from groundlock.contracts.audit_rows import TableRow
 from groundlock.stores.causes import store_error_cause
+from groundlock.stores.layout import day_condition, is_partitioned
 from groundlock.stores.sink import AuditUnavailable
 
 if TYPE_CHECKING:
@@ -120,11 +121,13 @@ def read_rows(
     *,
     order_by: str = "timestamp_utc",
     limit: int | None = None,
+    window: tuple[datetime | None, datetime | None] = (None, None),
 ) -> list[RowT | InvalidRow]:
     """The rows of one of ``store``'s tables, oldest first, a row that breaks its model kept.
 
     As :meth:`~groundlock.stores.delta.DeltaAuditStore.select`, except that such a row is
-    returned as an :class:`InvalidRow` in its place instead of failing the read. Raises
+    returned as an :class:`InvalidRow` in its place instead of failing the read, and that
+    ``window`` lets a table laid out by day skip files (see :func:`read_table`). Raises
     :class:`AuditUnavailable` when the table does not exist and :class:`TrailDamaged` when
     it cannot be opened or one of its data files cannot be read.
     """
@@ -139,7 +142,7 @@ def read_rows(
             f"the {row_type.table} table cannot be opened "
             f"({type(exc).__name__}: {store_error_cause(exc)})"
         ) from None
-    return read_table(table, row_type, where, order_by=order_by, limit=limit)
+    return read_table(table, row_type, where, order_by=order_by, limit=limit, window=window)
 
 
 def read_table(
@@ -150,11 +153,16 @@ def read_table(
     order_by: str = "timestamp_utc",
     limit: int | None = None,
     label: str | None = None,
+    window: tuple[datetime | None, datetime | None] = (None, None),
 ) -> list[RowT | InvalidRow]:
     """The rows of ``table`` (of ``row_type``'s model), as :func:`read_rows` returns them.
 
     ``label`` is how an error names the table (default ``the <table> table``). A column the
     table lacks (written by an older groundlock, not yet upgraded) reads as null.
+    ``window`` is the ``(since, until)`` that ``where`` selects ``timestamp_utc`` by: on a
+    table laid out by day, the partition predicate of those days is added
+    (:func:`~groundlock.stores.layout.day_condition`), so delta-rs opens only their files;
+    ``where`` still picks the rows.
     """
     fields = table.schema().fields
     present = {field.name for field in fields}
@@ -168,8 +176,9 @@ def read_table(
     ]
     selected = select_list(columns, present, timestamps=timestamps)
     sql = f"SELECT {selected} FROM t"  # noqa: S608  (column names are ours)
-    if where:
-        sql += f" WHERE {where}"
+    days = day_condition(*window) if is_partitioned(table) else ""
+    if where or days:
+        sql += f" WHERE {' AND '.join(f'({c})' for c in (where, days) if c)}"
     sql += f" ORDER BY {order_by}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
