@@ -26,6 +26,9 @@ it reports, naming table, version and file:
   but the store), ``ROWS_REMOVED``: one that removes rows (``dataChange``), and
   ``COMPACTION_CHANGED_ROWS``: a commit that only moves rows but whose new files do not
   hold exactly the rows of the files it removed.
+* ``PARTITION_MISMATCH``: a file whose day partition in the log is not the day of every
+  row it holds (a file moved to another day in the log hides its rows from day reads; the
+  chain binds rows, not the log's partition values).
 * ``CHAIN_BROKEN``: a link whose ``prev`` or ``seq`` does not follow the link before it
   (a linked commit removed, replaced or inserted), ``LOG_GAP``: a log version missing,
   ``LOG_UNREADABLE``: a commit file that is not Delta log JSON, or (no version named) a
@@ -82,6 +85,7 @@ from groundlock.stores.hashchain import (
     row_hash,
     rows_digest,
 )
+from groundlock.stores.layout import day_mismatch
 from groundlock.stores.lthash import LtHash
 from groundlock.stores.objectfiles import TableFiles, table_files
 from groundlock.stores.readers import sql_text
@@ -213,6 +217,8 @@ class _Files:
         self.files = files
         self.compacted_away = compacted_away
         self._hashes: dict[str, list[bytes] | str] = {}
+        self.timestamps: dict[str, list[object]] = {}
+        """Each file's ``timestamp_utc`` values as read, for :func:`_check_days`."""
 
     def hashes(self, relative: str) -> list[bytes] | str:
         """The file's row hashes, or why there are none (``FILE_MISSING``, ...)."""
@@ -224,7 +230,9 @@ class _Files:
         try:
             with self.files.local_copy(unquote(relative)) as path:
                 try:
-                    return [row_hash(row) for row in _file_rows(path)]
+                    rows = _file_rows(path)
+                    self.timestamps[relative] = [row.get("timestamp_utc") for row in rows]
+                    return [row_hash(row) for row in rows]
                 except Exception:  # noqa: BLE001  (any failure to read is the finding)
                     return "FILE_UNREADABLE"
         except FileNotFoundError:
@@ -313,6 +321,7 @@ def verify_table(
                 )  # fmt: skip
             if commit.version >= since:
                 _check_link(report, data, commit, link)
+                _check_days(report, data, commit)
             head, seq = link.digest, link.seq
             report.head = (commit.version, seq, head)
             report.heads[commit.version] = (seq, head)
@@ -320,6 +329,7 @@ def verify_table(
             report.unchained_rows += _rows_added(commit)
         elif commit.version >= since:
             _check_unlinked(report, data, commit)
+            _check_days(report, data, commit)
     last = max(present)
     if log.loaded is not None and log.loaded > last:
         report.findings.append(
@@ -519,6 +529,23 @@ def _check_compaction(
                 tuple(_name(add) for add in moved_in),
             )
         )  # fmt: skip
+
+
+def _check_days(report: TableReport, files: _Files, commit: Commit) -> None:
+    """Every file the commit added must hold only rows of the day the log files it under.
+
+    A link binds a commit's rows, not where the log puts them: a file moved to another day
+    partition (its ``add`` edited, or removed and added again as if compacted) would still
+    verify, and reads of its rows' day would skip it.
+    """
+    for add in commit.adds:
+        if not add.get("partitionValues") or isinstance(files.hashes(add["path"]), str):
+            continue  # not laid out by day, or unreadable (reported as such elsewhere)
+        wrong = day_mismatch(add["partitionValues"], files.timestamps.get(add["path"], ()))
+        if wrong is not None:
+            report.findings.append(
+                Finding(report.table, commit.version, "PARTITION_MISMATCH", wrong, (_name(add),))
+            )
 
 
 def _name(action: Mapping[str, Any]) -> str:
