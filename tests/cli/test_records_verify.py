@@ -11,7 +11,7 @@ from deltalake import DeltaTable, write_deltalake
 from groundlock.cli import main
 from groundlock.contracts.audit_rows import ValidationRow
 from groundlock.stores import DeltaAuditStore
-from groundlock.stores.arrow import to_arrow
+from groundlock.stores.layout import table_rows
 from tests.fakes.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.stores.places import S3Place
 from tests.stores.rows import query_row, validation_row
@@ -45,7 +45,7 @@ def test_verify_passes_an_untouched_trail(root: Path, capsys: pytest.CaptureFixt
 def test_verify_names_table_version_and_file_and_exits_1(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (victim,) = sorted((root / "queries").glob("*.parquet"))[:1]
+    (victim,) = sorted((root / "queries").rglob("*.parquet"))[:1]
     victim.unlink()
     code, out, _ = _run(capsys, "records", "verify", "--store", str(root))
     assert code == 1
@@ -95,7 +95,8 @@ def test_report_says_whether_the_rows_it_reads_verify(
     assert "trail integrity: verified" in page.read_text(encoding="utf-8")
     # A row committed around the store (plain delta-rs): readable, and reported.
     table = DeltaTable(str(root / "validations"))
-    write_deltalake(table, to_arrow(ValidationRow, [validation_row(request_id="x")]), mode="append")
+    rows = table_rows(table, ValidationRow, [validation_row(request_id="x")])
+    write_deltalake(table, rows, mode="append")
     code, out, _ = _run(capsys, *argv)
     assert code == 0  # the report is still written, and says what is wrong
     assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")
@@ -182,7 +183,8 @@ def test_report_on_s3_says_whether_the_trail_verifies(
     assert out.splitlines()[-1] == "trail integrity: verified (the hash chain of every table holds)"
     # A row committed around the store (plain delta-rs, the same AWS_* environment).
     table = DeltaTable(f"{on_s3.root}/validations")
-    write_deltalake(table, to_arrow(ValidationRow, [validation_row(request_id="x")]), mode="append")
+    rows = table_rows(table, ValidationRow, [validation_row(request_id="x")])
+    write_deltalake(table, rows, mode="append")
     code, out, err = _run(capsys, *argv)
     assert code == 0  # the report is still written, and says what is wrong
     assert out.splitlines()[-1].startswith("trail integrity: 1 problem(s) found")

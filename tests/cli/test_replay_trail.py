@@ -63,13 +63,14 @@ def test_a_trail_that_does_not_verify_is_no_clean_replay(
     from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
 
     from groundlock.contracts.audit_rows import QueryRow  # noqa: PLC0415
-    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
+    from groundlock.stores.layout import table_rows  # noqa: PLC0415
     from tests.stores.rows import query_row  # noqa: PLC0415
 
     # A row committed around the store: every archived request still agrees with the
     # trail, but the trail itself no longer verifies, so the replay is not clean.
     table = DeltaTable(str(copy / "audit" / "queries"))
-    write_deltalake(table, to_arrow(QueryRow, [query_row(request_id="forged")]), mode="append")
+    rows = table_rows(table, QueryRow, [query_row(request_id="forged")])
+    write_deltalake(table, rows, mode="append")
     code, out = _checked(capsys, copy)
     assert code == 1, out
     assert "0 disagreement(s)" in out

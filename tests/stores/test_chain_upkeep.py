@@ -32,6 +32,7 @@ from groundlock.stores.hashchain import (
     genesis,
     model_row_hash,
 )
+from groundlock.stores.layout import table_rows
 from groundlock.stores.readers import table_row
 from groundlock.stores.verify import (
     TableReport,
@@ -100,7 +101,7 @@ def test_an_untouched_trail_verifies_after_compaction_and_vacuum(
     root, _ = vacuumed
     for table in ("validations", "queries"):
         assert len(_live(root, table)) == 1
-        assert len(list((root / table).glob("*.parquet"))) == 1  # the originals are gone
+        assert len(list((root / table).rglob("*.parquet"))) == 1  # the originals are gone
         report = _verify(root, table)
         assert report.findings == []
         assert (report.links, report.moved_links, report.live_rows) == (3, 3, 12)
@@ -401,9 +402,8 @@ def test_feedback_committed_around_the_store_is_an_unlinked_commit(tmp_path: Pat
     root = tmp_path / "audit"
     store = _trail(root, batches=1)
     store.add_feedback("r0-0", 5)
-    write_deltalake(
-        str(root / "feedback"), to_arrow(FeedbackRow, [_feedback("forged", 1)]), mode="append"
-    )
+    table = DeltaTable(str(root / "feedback"))
+    write_deltalake(table, table_rows(table, FeedbackRow, [_feedback("forged", 1)]), mode="append")
     assert _kinds(_verify(root, "feedback")) == [("UNLINKED_COMMIT", 2)]
 
 
@@ -439,7 +439,8 @@ def test_unchained_feedback_edited_after_the_chain_began_is_found(tmp_path: Path
 def _added(root: Path, table: str, version: int) -> set[str]:
     log = root / table / "_delta_log" / f"{version:020d}.json"
     actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return {action["add"]["path"] for action in actions if "add" in action}
+    # (By file name: a file of a table laid out by day sits in its day's folder.)
+    return {Path(action["add"]["path"]).name for action in actions if "add" in action}
 
 
 def test_feedback_from_racing_processes_stays_one_chain(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from groundlock.stores import DeltaAuditStore, ValidationRow
 from groundlock.stores.arrow import to_arrow
 from groundlock.stores.hashchain import Link, batch_digest, model_row_hash
+from groundlock.stores.layout import table_rows
 from groundlock.stores.verify import (
     Finding,
     TableReport,
@@ -166,8 +167,9 @@ def test_rows_committed_with_plain_delta_rs_are_an_unlinked_commit(
     trail: tuple[Place, DeltaAuditStore],
 ) -> None:
     place, _ = trail
-    row = to_arrow(ValidationRow, [validation_row(request_id="x")])
-    write_deltalake(_table(place), row, mode="append")
+    table = _table(place)
+    rows = table_rows(table, ValidationRow, [validation_row(request_id="x")])
+    write_deltalake(table, rows, mode="append")
     assert _kinds(_verify(place)) == [("UNLINKED_COMMIT", 4)]
 
 
@@ -179,9 +181,10 @@ def test_a_forged_link_that_does_not_follow_the_chain_is_found(
     row = validation_row(request_id="forged")
     prev = "00" * 32
     link = Link(4, prev, batch_digest("validations", prev, [model_row_hash(row)]), 1, "x")
+    table = _table(place)
     write_deltalake(
-        _table(place),
-        to_arrow(ValidationRow, [row]),
+        table,
+        table_rows(table, ValidationRow, [row]),
         mode="append",
         commit_properties=CommitProperties(custom_metadata=link.metadata()),
     )
@@ -259,7 +262,7 @@ def test_a_row_edited_after_compaction_and_vacuum_is_found(tmp_path: Path, place
     vacuuming.vacuum(0, dry_run=False)
     rows = store.select(ValidationRow)
     (compacted,) = _table(place).file_uris()
-    key = f"validations/{unquote(compacted.rsplit('/', 1)[-1])}"
+    key = f"validations/{unquote(compacted.split('/validations/', 1)[1])}"  # (its day's folder)
     edited = [rows[0].model_copy(update={"status": "FAILED"}), *rows[1:]]
     place.write(key, _forged_file(tmp_path, edited))
     report = _verify(place)
