@@ -110,3 +110,29 @@ def test_the_audit_benchmark_reports_concurrent_writers_per_backend(monkeypatch,
         rows, commits, _ = (int(group) for group in line.groups())
         assert rows == 20
         assert commits >= 2  # both tables, at least one commit each
+
+
+@pytest.mark.slow
+def test_the_audit_benchmark_reads_a_day_of_a_trail_from_that_days_files(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its own imports (chain.py)
+    from benchmarks import audit  # noqa: PLC0415  (a script, imported as a module)
+
+    monkeypatch.setattr(
+        sys, "argv",
+        ["audit.py", "--section", "4", "--trail-rows", "3000", "--trail-days", "3",
+         "--commit-rows", "500"],
+    )  # fmt: skip
+    audit.main()
+    out = capsys.readouterr().out
+    assert "trail at scale: 3,000 validation rows over 3 days, by UTC day, chained" in out
+    # Six commits of 500 over three days: two files a day, and a day's reads open those;
+    # after compaction one file a day (and one more: the store's commit of today).
+    day = re.findall(r"records list --since \S+ --until \S+: .*files read (\d+) of (\d+)", out)
+    assert [tuple(map(int, pair)) for pair in day] == [(2, 6), (1, 4)]
+    report = re.findall(r"report --since .* \(validations, feedback\) (\d+) of (\d+)", out)
+    assert [tuple(map(int, pair)) for pair in report] == [(2, 6), (1, 4)]
+    assert out.count("trail integrity: verified") == 2  # the trail is whole, and chained
+    assert re.search(r"verify of the whole trail [\d.]+ s \([\d.]+ s per million rows\)", out)
+    assert re.search(r"executions of 1,000 keys: [\d.]+ s, 1,000 found; files read 6 of 6", out)
+    assert re.search(r"compact: \d+ s, 6 files into 3 \(3 partition\(s\), a commit each\)", out)
