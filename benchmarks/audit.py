@@ -76,7 +76,15 @@ from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow, delta_re
 from groundlock.stores.arrow import arrow_schema
 from groundlock.stores.delta import SpoolEntry
 from groundlock.stores.delta_tables import TABLES
-from groundlock.stores.hashchain import EMPTY, Link, batch_digest, chain_head, link_of, row_hash
+from groundlock.stores.hashchain import (
+    EMPTY,
+    Link,
+    chain_head,
+    link_digest,
+    link_of,
+    row_hash,
+    rows_digest,
+)
 from groundlock.stores.layout import files_scanned, table_rows
 from groundlock.stores.spool import segments_of
 from groundlock.stores.verify import verify_table
@@ -415,10 +423,10 @@ def _build_trail(
                 keys.append((request, "bench-run"))
         ValidationRow.model_validate(batch[0].__dict__)  # the rest differ only in kind
         hashes = [row_hash(row.__dict__) for row in batch]  # = model_row_hash of the model
-        running = running.plus(hashes)
-        digest = batch_digest("validations", prev, hashes, running)
+        running, own = running.plus(hashes), rows_digest(hashes)
+        digest = link_digest("validations", prev, len(batch), own, running)
         seq += 1
-        link = Link(seq, prev, digest, len(batch), "bench", running).metadata()
+        link = Link(seq, prev, digest, len(batch), "bench", running, own).metadata()
         write_deltalake(
             table,
             table_rows(table, ValidationRow, batch),  # type: ignore[arg-type]  (row-shaped)
