@@ -28,7 +28,7 @@ def test_the_fast_subset_leaves_out_spark_the_browser_and_the_slow_tests():
     assert "tests/spark/test_runner.py" not in files  # every test there takes the spark fixture
     assert "tests/spark/test_example.py" not in files  # runs Spark in a subprocess, marked
     assert "tests/cli/test_report_browser.py" not in files
-    assert not any("test_azure_refuses_a_second_commit_of_one_version" in node for node in fast)
+    assert not any("test_a_batch_written_as_az_reads_back_as_abfs" in node for node in fast)
     assert not any("[s3]" in node or "[azure]" in node for node in fast)
     assert any("[local]" in node for node in fast)  # a backend-parametrized test stays, locally
     assert not any("test_the_cli_exits_cleanly_100_times" in node for node in fast)

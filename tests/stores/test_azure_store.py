@@ -12,14 +12,11 @@ import logging
 from pathlib import Path
 
 import pytest
-from deltalake import DeltaTable, write_deltalake
 
 from groundlock import GenerationStatus, ReasonCode, grounded_answer_chain
 from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
-from groundlock.stores.arrow import arrow_schema, to_arrow
 from tests.builders import make_bundle
 from tests.fakes.azurite import ACCOUNT_KEY, AzuriteServer
-from tests.stores.rows import validation_row
 
 WRONG_KEY = "d3Jvbmcta2V5LWNhbmFyeS0wMDQyLWF6dXJl"
 """A well-formed account key Azurite does not hold: the canary no message may show."""
@@ -60,25 +57,6 @@ def test_the_options_can_come_from_the_environment(
     grounded_answer_chain(store=store).invoke(make_bundle(request_id="from-env"))
     store.close()
     assert [r.request_id for r in store.select(ValidationRow)] == ["from-env"]
-
-
-def test_azure_refuses_a_second_commit_of_one_version(azure) -> None:
-    # What the trail's safety on Azure rests on: delta-rs creates a version file with
-    # If-None-Match: *, and Azure refuses the second writer of that version, who commits
-    # the next one instead. Were the write not conditional, version 1 would be overwritten
-    # and the first writer's row lost.
-    server, container = azure
-    uri, options = f"az://{container}/race", server.storage_options()
-    DeltaTable.create(uri, arrow_schema(ValidationRow), storage_options=options)
-    first = DeltaTable(uri, storage_options=options)
-    second = DeltaTable(uri, storage_options=options)  # both at version 0
-    write_deltalake(first, to_arrow(ValidationRow, [validation_row(request_id="a")]), mode="append")
-    write_deltalake(
-        second, to_arrow(ValidationRow, [validation_row(request_id="b")]), mode="append"
-    )
-    table = DeltaTable(uri, storage_options=options)
-    assert table.version() == 2
-    assert sorted(table.to_pyarrow_table().column("request_id").to_pylist()) == ["a", "b"]
 
 
 def test_s3_commit_settings_do_not_apply_to_azure(

@@ -13,6 +13,7 @@ from groundlock.stores import DeltaAuditStore, QueryRow, ValidationRow
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from tests.builders import make_bundle
 from tests.fakes.s3 import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.stores.places import Place
 from tests.stores.rows import validation_row
 
 
@@ -50,13 +51,14 @@ def test_a_request_recorded_twice_is_one_row_on_s3(s3, tmp_path: Path) -> None:
     assert [r.request_id for r in store.select(ValidationRow)] == ["twice"]
 
 
-def test_the_server_refuses_a_second_commit_of_one_version(s3) -> None:
-    # What the trail's safety on S3 rests on: delta-rs commits a version file with a
-    # conditional put, and the server refuses the second writer of that version, who
-    # commits the next one instead. Were the put not conditional, version 1 would be
-    # overwritten and the first writer's rows lost.
-    server, bucket = s3
-    uri, options = f"s3://{bucket}/race", server.storage_options()
+def test_the_server_refuses_a_second_commit_of_one_version(object_place: Place) -> None:
+    # What the trail's safety on an object store rests on: delta-rs creates a version file
+    # with a conditional write (S3's conditional put, Azure's If-None-Match: *), and the
+    # server refuses the second writer of that version, who commits the next one instead.
+    # Were the write not conditional, version 1 would be overwritten and the first
+    # writer's rows lost.
+    uri = object_place.root.rsplit("/", 1)[0] + "/race"
+    options = object_place.options
     DeltaTable.create(uri, arrow_schema(ValidationRow), storage_options=options)
     first = DeltaTable(uri, storage_options=options)
     second = DeltaTable(uri, storage_options=options)  # both at version 0
