@@ -33,6 +33,7 @@ __all__ = [
     "Identifier",
     "IsoDate",
     "NonNegativeFinite",
+    "RerankScore",
     "Similarity",
     "SourceReference",
 ]
@@ -141,6 +142,19 @@ Similarity = Annotated[
     ),
 ]
 """A retrieval score normalised to [0, 1]; strings and booleans are type errors."""
+
+RerankScore = Annotated[
+    float,
+    _Checked(
+        strict=core_schema.float_schema(strict=True),
+        rules=core_schema.float_schema(allow_inf_nan=False),
+        error_type="similarity_integrity",
+        message="must be a finite number",
+        json_schema={"type": "number"},
+    ),
+]
+"""A reranker's score on its own scale (a cross-encoder's may be negative): any finite
+number; NaN, infinities, strings and booleans fail the score check (V3) like a similarity."""
 
 ChunkText = Annotated[
     str | None,

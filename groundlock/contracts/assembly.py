@@ -67,6 +67,9 @@ class SelectedEvidence(Contract):
     document_id: Identifier | None = None
     source_file: SourceReference | None = None
     page: PageNumber | None = None
+    rerank_score: float | None = None
+    """The row's reranker score, if it gave one; kept for the confidence and the audit
+    trail, never rendered into the prompt or the public response."""
     citation_grammar: str = "bracket_c"
     """The grammar the entry is written and cited in (the policy's, through its ruleset)."""
 

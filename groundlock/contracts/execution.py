@@ -10,7 +10,7 @@ from groundlock.contracts._base import Contract
 from groundlock.contracts.enums import FinishReason, GenerationStatus
 from groundlock.contracts.reasons import ReasonCode
 
-__all__ = ["AttemptRecord", "LLMExecutionResult", "PinnedModel"]
+__all__ = ["NO_MODEL", "NO_MODEL_NAME", "AttemptRecord", "LLMExecutionResult", "PinnedModel"]
 
 
 class PinnedModel(Contract):
@@ -33,6 +33,23 @@ class PinnedModel(Contract):
     store: bool | None
     """For the Responses API: whether the provider may retain the prompt (default False)."""
     timeout_seconds: float | None
+
+
+NO_MODEL_NAME = "none"
+"""``model_used`` of a response no model was built for (004's ``"none"``)."""
+
+NO_MODEL = PinnedModel(
+    provider=NO_MODEL_NAME,
+    model_name=NO_MODEL_NAME,
+    temperature=None,
+    max_output_tokens=None,
+    sdk_max_retries=None,
+    api=None,
+    store=None,
+    timeout_seconds=None,
+)
+"""The pin record of R4 when no model could be built (``on_model_unavailable: refuse``):
+nothing was pinned, because nothing was built."""
 
 
 class AttemptRecord(Contract):

@@ -78,6 +78,11 @@ class ReasonCode(StrEnum):
     """The response names a different model than the one pinned."""
     MODEL_ERROR = "MODEL_ERROR"
     """The model call failed in a way no other code describes; not retried."""
+    MODEL_NOT_CONFIGURED = "MODEL_NOT_CONFIGURED"
+    """No model could be built (its integration package is missing, or its SDK refused for
+    want of an API key) and the policy says ``on_model_unavailable: refuse``: the request got
+    the policy's refusal with ``model_used`` ``none``, by policy, not by a model or for want
+    of evidence. The audit rows' status is NO_EVIDENCE with this reason; no model was called."""
 
     # R5 validator firewall -> FAILED, the answer is withheld (checked in this order).
     OUTPUT_TRUNCATED = "OUTPUT_TRUNCATED"

@@ -63,8 +63,9 @@ class PublicResponse(Contract):
     """For a request that failed an input check only: which field is at fault and why."""
     confidence: Confidence | None
     """For an OK answer: how strongly retrieval matched the question (``high``, ``medium``,
-    ``low``, from the top admitted similarity and the policy's thresholds). A retrieval
-    signal, not a correctness claim; null unless OK."""
+    ``low``, from the top admitted score and the policy's thresholds). A retrieval signal,
+    not a correctness claim. A NO_EVIDENCE refusal has ``low`` under a policy that says so
+    (004's bands), else null; null when FAILED."""
     model_used: str | None
     """The pinned model that answered (its identity, as R4 pinned it); null when no model
     was called."""
@@ -79,5 +80,10 @@ class PublicResponse(Contract):
             raise ValueError("only an OK response has citations")
         if self.failure_message is not None and not failed:
             raise ValueError("only a FAILED response has a failure_message")
-        if self.confidence is not None and self.status is not GenerationStatus.OK:
-            raise ValueError("only an OK response has a confidence")
+        if self.confidence is not None and failed:
+            raise ValueError("a FAILED response has no confidence")
+        if self.status is GenerationStatus.NO_EVIDENCE and self.confidence not in (
+            None,
+            Confidence.LOW,
+        ):
+            raise ValueError("a NO_EVIDENCE response's confidence is low, if it has one")

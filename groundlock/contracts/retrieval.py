@@ -32,6 +32,7 @@ from groundlock.contracts._fields import (
     IsoDate,
     NonNegativeFinite,
     PageNumber,
+    RerankScore,
     Similarity,
     SourceReference,
 )
@@ -78,6 +79,10 @@ class RetrievalRow(Contract):
     """The file the chunk was read from (004's ``[Source: file, p.N]``)."""
     page: PageNumber | None = None
     """The page the chunk is on, counted from 1."""
+    rerank_score: RerankScore | None = None
+    """A reranker's score for the row (004's cross-encoder ``rerank_score``), when one ran.
+    Never gated on and never shown to clients: only a policy whose confidence ``basis`` is
+    ``rerank_else_similarity`` reads it, for the response's confidence."""
 
     @model_validator(mode="before")
     @classmethod

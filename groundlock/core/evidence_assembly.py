@@ -496,6 +496,7 @@ class _Walk:
             document_id=row.document_id,
             source_file=row.source_file,
             page=row.page,
+            rerank_score=row.rerank_score,
             citation_grammar=self.grammar.name,
         )
         shown = shingles(text, size) if truncated else row_shingles

@@ -17,6 +17,7 @@ from typing import Any
 
 from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.enums import Confidence, GenerationStatus, ValidationStatus
+from groundlock.contracts.execution import NO_MODEL_NAME
 from groundlock.contracts.reasons import CLIENT_INPUT_REASONS, ReasonCode
 from groundlock.contracts.response import PublicCitation, PublicResponse, TokenUsage
 from groundlock.contracts.state import Judged
@@ -28,7 +29,9 @@ __all__ = [
     "failed_response",
     "package_response",
     "public_citations",
+    "refused_for_no_model",
     "request_summary",
+    "response_confidence",
 ]
 
 NO_USAGE = TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
@@ -49,6 +52,21 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
     latency = execution.llm_latency_ms
     called = execution.attempts and execution.pinned is not None
     model_used = execution.pinned.model_name if called and execution.pinned else None
+    if refused_for_no_model(state, policy):
+        # 004: no model configured, and the policy refuses rather than fails. The refusal is
+        # the policy's own text, never a model's; the trail keeps MODEL_NOT_CONFIGURED.
+        return PublicResponse(
+            request_id=state.request_id,
+            status=GenerationStatus.NO_EVIDENCE,
+            answer=policy.refusal_text,
+            citations=(),
+            token_usage=NO_USAGE,
+            latency_ms=0.0,
+            failure_reason=None,
+            failure_message=None,
+            confidence=response_confidence(GenerationStatus.NO_EVIDENCE, (), policy),
+            model_used=NO_MODEL_NAME,
+        )
     if result.validation_status is not ValidationStatus.PASSED:
         reason = result.failure_reason or ReasonCode.INTERNAL_ERROR
         return failed_response(
@@ -73,10 +91,23 @@ def package_response(state: Judged, policy: Policy) -> PublicResponse:
         latency_ms=latency,
         failure_reason=None,
         failure_message=None,
-        confidence=confidence_of(state, policy)
-        if result.generation_status is GenerationStatus.OK
-        else None,
+        confidence=response_confidence(
+            result.generation_status, state.bundle.selected_evidence, policy
+        ),
         model_used=model_used,
+    )
+
+
+def refused_for_no_model(state: Judged, policy: Policy) -> bool:
+    """Whether ``state`` found no model built and ``policy`` refuses for it (004).
+
+    Only ``MODEL_NOT_CONFIGURED`` qualifies: a model that was built and then failed (an
+    outage, a quota) fails the request as always; a refusal would invent an answer's absence.
+    """
+    return (
+        policy.on_model_unavailable == "refuse"
+        and state.outcome.reason is ReasonCode.MODEL_NOT_CONFIGURED
+        and state.status is GenerationStatus.FAILED
     )
 
 
@@ -109,21 +140,49 @@ def public_citations(
 
 
 def confidence_of(state: Judged, policy: Policy) -> Confidence:
-    """The confidence level of ``state``'s answer: its top admitted similarity, bucketed.
+    """The confidence level of ``state``'s answer: its top admitted score, bucketed.
 
     The evidence the prompt held (after R3's pruning) is what the answer could rest on.
-    At a threshold counts as reaching it.
     """
     return confidence_for(state.bundle.selected_evidence, policy)
 
 
+def response_confidence(
+    status: GenerationStatus, evidence: Sequence[SelectedEvidence], policy: Policy
+) -> Confidence | None:
+    """The public ``confidence`` of a response of ``status``.
+
+    OK answers always have one; a NO_EVIDENCE refusal has ``low`` where the policy says so
+    (004), else none; FAILED never has one.
+    """
+    if status is GenerationStatus.OK:
+        return confidence_for(evidence, policy)
+    if status is GenerationStatus.NO_EVIDENCE and policy.confidence.no_evidence == "low":
+        return Confidence.LOW
+    return None
+
+
 def confidence_for(evidence: Sequence[SelectedEvidence], policy: Policy) -> Confidence:
-    """:func:`confidence_of` for the evidence a prompt held (the Spark runner's resume)."""
-    top = max((e.similarity_score for e in evidence), default=0.0)
-    thresholds = policy.confidence
-    if top >= thresholds.high:
+    """:func:`confidence_of` for the evidence a prompt held (the Spark runner's resume).
+
+    The score is the top similarity, or under ``basis: rerank_else_similarity`` the top of
+    each entry's rerank score where it has one and its similarity where not. It is compared
+    with the thresholds as the policy says: ``at_least`` (reaching a threshold counts) or
+    ``above`` (004: strictly greater). No evidence at all is ``low``.
+    """
+    settings = policy.confidence
+    if not evidence:
+        return Confidence.LOW
+    if settings.basis == "rerank_else_similarity":
+        top = max(
+            e.rerank_score if e.rerank_score is not None else e.similarity_score for e in evidence
+        )
+    else:
+        top = max(e.similarity_score for e in evidence)
+    reaches = top.__gt__ if settings.comparison == "above" else top.__ge__
+    if reaches(settings.high):
         return Confidence.HIGH
-    if top >= thresholds.medium:
+    if reaches(settings.medium):
         return Confidence.MEDIUM
     return Confidence.LOW
 
@@ -188,6 +247,13 @@ def request_summary(state: Judged | None, response: PublicResponse) -> dict[str,
         "finish_reason": execution.finish_reason.value,
         "attempts": len(execution.attempts),
         **_response_fields(response),
+        # A refusal for want of a model says why in the trail: not the evidence, not a model.
+        **(
+            {"failure_reason": ReasonCode.MODEL_NOT_CONFIGURED.value}
+            if response.status is GenerationStatus.NO_EVIDENCE
+            and state.outcome.reason is ReasonCode.MODEL_NOT_CONFIGURED
+            else {}
+        ),
         "retrieved_k": bundle.metrics.retrieved_k if bundle.metrics else None,
         "selected_k": len(bundle.selected_evidence),
         "citation_count": metrics.citation_count,

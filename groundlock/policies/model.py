@@ -92,8 +92,15 @@ _LATER_FIELDS = (
     "query_types",
     "history",
     "stream_mode",
+    "on_model_unavailable",
 )
 """Fields added after the first policies were locked (see :attr:`Policy.policy_sha256`)."""
+
+_LATER_SUBFIELDS: dict[str, tuple[str, ...]] = {
+    "confidence": ("comparison", "basis", "no_evidence"),
+}
+"""Fields added to a nested setting after policies that set it were locked: left out of the
+hash at their defaults, so a policy with its own thresholds keeps its lock."""
 
 
 class SupportJudgeSettings(FrozenModel):
@@ -124,12 +131,29 @@ class SupportJudgeSettings(FrozenModel):
 
 
 class ConfidenceThresholds(FrozenModel):
-    """Top admitted similarity at or above which an OK answer's confidence is high, medium."""
+    """How the public response's ``confidence`` is read off the evidence the prompt held.
+
+    By default (every built-in policy): the top admitted similarity, ``high`` at or above
+    0.88, ``medium`` at or above 0.80, else ``low``, on OK answers only. Spec 004's bands are
+    these fields set otherwise: ``high`` 0.5, ``medium`` 0.2, ``comparison`` ``above``,
+    ``basis`` ``rerank_else_similarity`` and ``no_evidence`` ``low``. The three fields after
+    the thresholds were added later: at their defaults they leave a policy's hash unchanged.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     high: _Fraction = 0.88
     medium: _Fraction = 0.80
+    comparison: Literal["at_least", "above"] = "at_least"
+    """``at_least``: a score equal to a threshold reaches it (groundlock's default);
+    ``above``: it must be strictly greater (004's ``> 0.5``, ``> 0.2``)."""
+    basis: Literal["similarity", "rerank_else_similarity"] = "similarity"
+    """The score bucketed: the top ``similarity_score``, or (004) the top of each entry's
+    ``rerank_score`` where the row gave one and its similarity where it did not. A
+    reranker's scores are on its own scale: set the thresholds for the scale it uses."""
+    no_evidence: Literal["none", "low"] = "none"
+    """The confidence of a NO_EVIDENCE response: none (the default), or ``low`` (004: a
+    refusal with nothing retrieved is the weakest signal there is). FAILED never has one."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
@@ -243,6 +267,14 @@ class Policy(FrozenModel):
     history: HistoryWindow | None = None
     """The conversation-history window (None: the policy takes no history, and a bundle
     that brings some fails the input contract). Needs a template with a history section."""
+    on_model_unavailable: Literal["fail", "refuse"] = "fail"
+    """What a chain does when its model cannot be built (``004``: no model configured: its
+    integration package is missing, or the provider's SDK refuses for want of an API key).
+    ``fail`` (the default): building the chain raises, as it always has. ``refuse``: the
+    chain is built without a model and every request that reaches R4 gets the policy's
+    refusal with ``model_used`` ``none``, recorded as ``MODEL_NOT_CONFIGURED`` (never a
+    fallback model). A model that was built and fails mid-request fails the request as
+    always, with its own reason code: an outage is not a refusal."""
 
     @model_validator(mode="after")
     def _values_are_coherent(self) -> Self:
@@ -372,8 +404,17 @@ class Policy(FrozenModel):
             if getattr(self, name)
             == type(self).model_fields[name].get_default(call_default_factory=True)
         }
+        dumped = self.model_dump(mode="json", exclude=later)
+        for name, subfields in _LATER_SUBFIELDS.items():
+            setting = getattr(self, name)
+            if name in later or setting is None:
+                continue
+            fields = type(setting).model_fields
+            for sub in subfields:
+                if getattr(setting, sub) == fields[sub].get_default(call_default_factory=True):
+                    dumped[name].pop(sub)
         canonical = json.dumps(
-            self.model_dump(mode="json", exclude=later),
+            dumped,
             sort_keys=True,
             separators=(",", ":"),
             ensure_ascii=False,

@@ -52,9 +52,16 @@ from groundlock.core.prompt_build import build_prompt, check_outside_bundle
 from groundlock.core.skipped import unanswered
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import ExecutionLimits, Policy
-from groundlock.providers.chat import ModelReply, model_matches, pin_model, read_reply
+from groundlock.providers.chat import (
+    ModelReply,
+    ProviderUnavailableError,
+    model_matches,
+    pin_model,
+    read_reply,
+)
 from groundlock.providers.extractive import ExtractiveChatModel
 from groundlock.providers.failures import FailureVerdict, classify_failure
+from groundlock.providers.unconfigured import NO_MODEL, NoModelConfigured
 from groundlock.runnables._stage import StateStage
 from groundlock.runnables._streaming import ModelText, Opened, without_token_events
 
@@ -115,7 +122,19 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             return values  # the policy field's own validation reports the problem
         given = values.get("model", ExtractiveChatModel())
         storage = bool(values.get("allow_provider_storage", False))
-        model, pinned = pin_model(given, policy, allow_provider_storage=storage)
+        if isinstance(given, NoModelConfigured):
+            if policy.on_model_unavailable != "refuse":
+                raise ProviderUnavailableError(f"no model configured: {given.reason}")
+            return _unconfigured(values, policy, given)
+        try:
+            model, pinned = pin_model(given, policy, allow_provider_storage=storage)
+        except ProviderUnavailableError as exc:
+            if policy.on_model_unavailable != "refuse":
+                raise
+            reason = (str(exc).splitlines() or ["-"])[0]
+            return _unconfigured(
+                values, policy, NoModelConfigured(reason=f"{type(exc).__name__}: {reason}")
+            )
         values.update(
             policy=policy,
             model=model,
@@ -147,10 +166,37 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             return self.model, self.pinned
         return self.budget_models[cap]
 
+    @property
+    def unconfigured(self) -> bool:
+        """Whether no model could be built and the policy refuses instead (004)."""
+        return isinstance(self.model, NoModelConfigured)
+
+    def _not_configured(self, state: Prompted) -> Answered:
+        """R4 with no model under ``on_model_unavailable: refuse``: nothing is called.
+
+        The request fails here as ``MODEL_NOT_CONFIGURED``, so R5 judges nothing and the
+        trail says why; R6 turns it into the policy's refusal with ``model_used`` none.
+        """
+        assert isinstance(self.model, NoModelConfigured)  # noqa: S101  (unconfigured checked)
+        message = (
+            f"model: none configured ({self.model.reason}); refused by the policy "
+            "(on_model_unavailable: refuse)"
+        )
+        execution = LLMExecutionResult.uncalled(
+            GenerationStatus.FAILED,
+            reason=ReasonCode.MODEL_NOT_CONFIGURED,
+            message=message,
+            pinned=self.pinned,
+        )
+        outcome = Outcome.failed(ReasonCode.MODEL_NOT_CONFIGURED, message)
+        return state.answered(execution, outcome=outcome)
+
     @override
     def _run(self, state: Prompted, config: RunnableConfig) -> Answered:
         if state.status is GenerationStatus.NO_EVIDENCE:
             return self._refused(state)
+        if self.unconfigured:
+            return self._not_configured(state)
         call = _Call(self, state)
 
         def send(sent: list[BaseMessage]) -> BaseMessage:
@@ -167,6 +213,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
     async def _arun(self, state: Prompted, config: RunnableConfig) -> Answered:
         if state.status is GenerationStatus.NO_EVIDENCE:
             return self._refused(state)
+        if self.unconfigured:
+            return self._not_configured(state)
         call = _Call(self, state)
 
         async def send(sent: list[BaseMessage]) -> BaseMessage:
@@ -196,6 +244,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             yield self._passed_over(state)
         elif state.status is GenerationStatus.NO_EVIDENCE:
             yield self._refused(state)
+        elif self.unconfigured:
+            yield self._not_configured(state)
         else:
             yield Opened(state)
             yield from _Call(self, state).streamed(config)
@@ -209,6 +259,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             yield self._passed_over(state)
         elif state.status is GenerationStatus.NO_EVIDENCE:
             yield self._refused(state)
+        elif self.unconfigured:
+            yield self._not_configured(state)
         else:
             yield Opened(state)
             async for item in _Call(self, state).astreamed(config):
@@ -277,6 +329,18 @@ class ExecuteModel(StateStage[Prompted, Answered]):
             response_id=reply.response_id if reply else None,
             pinned=pinned if pinned is not None else self.pinned,
         )
+
+
+def _unconfigured(values: dict[str, Any], policy: Policy, stand_in: NoModelConfigured) -> object:
+    """The stage's values with no model: the stand-in, pinned as nothing, for every budget."""
+    values.update(
+        policy=policy,
+        model=stand_in,
+        pinned=NO_MODEL,
+        budget_models=dict.fromkeys(policy.output_budgets[1:], (stand_in, NO_MODEL)),
+        stream_models=dict.fromkeys(policy.output_budgets, stand_in),
+    )
+    return values
 
 
 def _joined(chunks: list[BaseMessage]) -> BaseMessage:

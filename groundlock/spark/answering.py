@@ -70,7 +70,7 @@ _ANSWER_AGAIN = frozenset(
     {
         "RETRIEVAL_FAILED", "MODEL_UNAVAILABLE", "MODEL_DEADLINE_EXCEEDED", "MODEL_RATE_LIMITED",
         "PROVIDER_QUOTA_EXHAUSTED", "PROVIDER_AUTH_FAILED", "MODEL_NOT_FOUND", "MODEL_ERROR",
-        "SUPPORT_JUDGE_FAILED", "AUDIT_WRITE_FAILED", "INTERNAL_ERROR",
+        "MODEL_NOT_CONFIGURED", "SUPPORT_JUDGE_FAILED", "AUDIT_WRITE_FAILED", "INTERNAL_ERROR",
     }
 )  # fmt: skip
 """Failures that say nothing about the request (a model, provider, judge or store fault):
@@ -231,8 +231,9 @@ def _resumed_row(
 
 def _read_back(prompted: Prompted, row: ValidationRow, policy: Policy) -> dict[str, Any] | None:
     """``row`` as the response it recorded, if ``prompted`` is what it was built from."""
+    from groundlock.contracts.enums import GenerationStatus  # noqa: PLC0415
     from groundlock.core.audit import outcome_sha256  # noqa: PLC0415
-    from groundlock.core.packaging import confidence_for, public_citations  # noqa: PLC0415
+    from groundlock.core.packaging import public_citations, response_confidence  # noqa: PLC0415
 
     if prompted.prompt.prompt_sha256 != row.prompt_sha256:
         return None
@@ -255,7 +256,9 @@ def _read_back(prompted: Prompted, row: ValidationRow, policy: Policy) -> dict[s
         "failure_message": row.message if _client_fault(row.failure_reason) else None,
         "answer": answer_text or "",
         "citations": json.dumps([c.model_dump(mode="json") for c in citations]),
-        "confidence": confidence_for(evidence, policy).value if ok else None,
+        "confidence": c.value
+        if (c := response_confidence(GenerationStatus(row.status), evidence, policy))
+        else None,
         "model_used": row.model_name if row.attempts else None,
         "latency_ms": row.latency_ms,
         "resumed": True,
