@@ -55,6 +55,14 @@ from tests.stores.backends import BACKENDS, open_location
 
 V1 = load_policy("R2_POLICY_V1")
 V2 = load_policy("R2_POLICY_V2")
+V2_REFUSES = Policy.model_validate(
+    {
+        **V2.model_dump(),
+        "policy_version": "R2_REFUSES_NO_MODEL_V1",
+        "on_model_unavailable": "refuse",
+    }
+)
+"""R2_POLICY_V2 that refuses, rather than fails, when no model can be built."""
 JUDGED = load_policy("R2_POLICY_V2_JUDGED")
 SOURCE_PAGE = load_policy("SOURCE_PAGE_POLICY_V1")
 REFUSAL = V2.refusal_text
@@ -204,6 +212,8 @@ class Outcome:
     finish_reason: str = "stop"
     reported_model: str | None = None
     model: Callable[[], BaseChatModel] | None = None
+    spec: str | None = None
+    """A ``provider:model`` string for the chain to build its model from."""
     wire: tuple[Step, ...] = ()
     """Replies of the loopback OpenAI server to the real ChatOpenAI (when not empty)."""
     policy: Policy = V2
@@ -235,7 +245,7 @@ class Outcome:
         elif self.model is not None:
             model = self.model()
         chain = grounded_answer_chain(
-            model=model,
+            model=model if self.spec is None else self.spec,
             policy=self.policy,
             store=store,
             judge=self.judge() if self.judge is not None else None,
@@ -376,6 +386,12 @@ OUTCOMES = [
         Outcome(FAILED, R.MODEL_DRIFT, answer=VALID, reported_model="another-model"),
     ),
     case("MODEL_ERROR", Outcome(FAILED, R.MODEL_ERROR, model=_Raising)),
+    # No model can be built (no integration package), and the policy refuses for it (004):
+    # the caller gets the refusal; the rows keep the reason, unlike an evidence refusal's.
+    case(
+        "MODEL_NOT_CONFIGURED",
+        Outcome(NO_EVIDENCE, R.MODEL_NOT_CONFIGURED, spec="anthropic:claude-x", policy=V2_REFUSES),
+    ),
     # -- R5: the firewall (R2_POLICY_V2 unless named) --------------------------------------
     case(
         "OUTPUT_TRUNCATED",
@@ -665,6 +681,10 @@ def _check(
     assert (len(validations), len(queries)) == (1, 1), (request_id, validations, queries)
     validation, query = validations[0], queries[0]
     reason = None if expected_reason is None else expected_reason.value
+    by_policy = outcome.reason is R.MODEL_NOT_CONFIGURED  # a refusal the trail explains
+    if by_policy:
+        reason = R.MODEL_NOT_CONFIGURED.value
+        assert (response.answer, response.model_used) == (outcome.policy.refusal_text, "none")
     for row in (validation, query):
         assert row.request_id == request_id
         assert row.status == outcome.status.value
@@ -677,7 +697,8 @@ def _check(
         assert validation.validated_answer_text is None
     assert bool(query.cited_chunk_ids) == (outcome.status is OK)
     if outcome.status is NO_EVIDENCE:
-        assert validation.assembly_reason == (outcome.reason.value if outcome.reason else None)
+        assembled = outcome.reason.value if outcome.reason and not by_policy else None
+        assert validation.assembly_reason == assembled
 
 
 def _check_unrecordable(
