@@ -77,6 +77,8 @@ PDF_FILE_RATIO = 8
 LEXICAL_POLICY = "LEXICAL_POLICY_V1"
 """``groundlock.lakehouse.LEXICAL_POLICY``: what ``index`` checks rows against by default."""
 _DIMENSIONS, _MAX_CHARS = 2048, 1200
+_CHUNK_TOKENS, _OVERLAP_TOKENS = "300:700", 50
+"""``TokenChunking``'s defaults (pinned equal by tests/lakehouse/test_token_chunking.py)."""
 _LIST_LIMIT, _MOST_LISTED = 100, 1_000_000
 DEFAULT_TOP_K = 6
 """Rows retrieved per question by ``ask --index`` and ``eval``: the most evidence rows any
@@ -90,8 +92,9 @@ _SHOWN_TEXT = 48
 
 _INDEX_USAGE = (
     "groundlock index SOURCE --index PATH [--policy P] [--knowledge-type TYPE]\n"
-    "                        [--skip-invalid] [--max-chars N] [--max-document-mb MIB]\n"
-    "                        [--dimensions N] [--json]\n"
+    "                        [--skip-invalid] [--max-document-mb MIB] [--dimensions N]\n"
+    "                        [--chunking tokens|chars] [--chunk-tokens MIN:MAX]\n"
+    "                        [--overlap-tokens N] [--max-chars N] [--json]\n"
     "       groundlock index --list [chunks|documents] --index PATH [--document DOC]...\n"
     "                        [--limit N] [--json]"
 )
@@ -101,10 +104,18 @@ a re-run writes only what changed. Or, with --list, say what the index holds: on
 per chunk (its id, page, knowledge type, semantic id, citation label and first words),
 with --list documents one line per document, with --json one JSON object per line.
 
-Chunk ids say where a chunk came from: <document>#<n> is paragraph n of a Markdown or
-text file (crane-slew-bearing.md#2), <document>#p<page>.<n> paragraph n of page <page> of
-a PDF (manual.pdf#p3.1); <document> is the file's path under SOURCE. The chunk ids a
-correct answer cites are what a gold set's expected_citations list (groundlock eval)."""
+Chunking: by characters (the default), one chunk per paragraph, cut above --max-chars;
+or --chunking tokens: chunks of 300 to 700 tokens of the policy's encoding
+(--chunk-tokens MIN:MAX), cut at paragraph ends, else sentence ends, each opening with
+the last 50 tokens of the one before (--overlap-tokens N). The index records its chunking
+and a re-run without these options keeps it; changing it re-chunks every document.
+
+Chunk ids: by characters they say where a chunk came from: <document>#<n> is paragraph n
+of a Markdown or text file (crane-slew-bearing.md#2), <document>#p<page>.<n> paragraph n
+of page <page> of a PDF (manual.pdf#p3.1); <document> is the file's path under SOURCE. By
+tokens they name the chunk's text: <document>#t<12 hex of its sha256> (#p<page>.t<hex>),
+the same for the same text on every run. The chunk ids a correct answer cites are what a
+gold set's expected_citations list (groundlock eval)."""
 
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -131,6 +142,24 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         type=int,
         metavar="N",
         help=f"longest chunk, in characters (default {_MAX_CHARS})",
+    )
+    index.add_argument(
+        "--chunking",
+        choices=("tokens", "chars"),
+        help="chunk by tokens or by characters (default: what the index recorded, else chars)",
+    )
+    index.add_argument(
+        "--chunk-tokens",
+        metavar="MIN:MAX",
+        help=f"with tokens: tokens a chunk holds (default {_CHUNK_TOKENS}; at most the "
+        "policy's per-entry ceiling, 770 for the built-in ones)",
+    )
+    index.add_argument(
+        "--overlap-tokens",
+        type=int,
+        metavar="N",
+        help=f"with tokens: a chunk opens with the last N tokens of the one before (default "
+        f"{_OVERLAP_TOKENS})",
     )
     index.add_argument(
         "--max-document-mb",
@@ -236,21 +265,22 @@ def _index(args: argparse.Namespace) -> int:
             "to list what the index holds"
         )
     args.dimensions = _DIMENSIONS if args.dimensions is None else args.dimensions
-    args.max_chars = _MAX_CHARS if args.max_chars is None else args.max_chars
     if args.max_document_mb is None:
         args.max_document_mb = MAX_DOCUMENT_BYTES // _MIB
-    if args.dimensions < 1 or args.max_chars < 50 or args.max_document_mb < 1:
-        raise UsageError(
-            "--dimensions and --max-document-mb must be at least 1 and --max-chars at least 50"
-        )
+    if args.dimensions < 1 or (args.max_chars is not None and args.max_chars < 50):
+        raise UsageError("--dimensions must be at least 1 and --max-chars at least 50")
+    if args.max_document_mb < 1:
+        raise UsageError("--max-document-mb must be at least 1")
+    _check_chunking_options(args)
     if not args.source.exists():
         raise UsageError(f"no such file or folder: {args.source}")
     check_location(args.index, "--index")  # before any document is read
     embedding = LexicalEmbeddings(args.dimensions)
     policy = _policy_for(args.policy, embedding_name(embedding))
     limit = policy.input_limits.max_chunk_chars
-    if args.max_chars > limit:
+    if args.max_chars is not None and args.max_chars > limit:
         raise UsageError(f"--max-chars: policy {policy.policy_version} admits at most {limit}")
+    chunking = _token_chunking(args, policy)
     allowed = policy.allowed_knowledge_types
     if args.knowledge_type is not None and args.knowledge_type not in allowed:
         raise UsageError(
@@ -262,6 +292,7 @@ def _index(args: argparse.Namespace) -> int:
         args.index,
         embedding,
         max_chars=args.max_chars,
+        chunking=chunking,
         policy=policy,
         default_knowledge_type=args.knowledge_type,
         skip_invalid=args.skip_invalid,
@@ -280,6 +311,7 @@ def _index(args: argparse.Namespace) -> int:
             "skipped": [{"document": name, "reason": why} for name, why in report.skipped],
             "untyped": list(report.untyped),
             "default_knowledge_type": report.default_knowledge_type,
+            "chunking": report.chunking.record,
             "chunks_written": report.chunks_written,
             "chunks_version": report.chunks_version,
             "embeddings_version": report.embeddings_version,
@@ -296,6 +328,7 @@ def _index(args: argparse.Namespace) -> int:
     skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
     sys.stdout.write(
         f"{report.documents} documents{skipped}: {what}\n"
+        f"chunked by {report.chunking.describe()}\n"
         f"index_version {report.index_version} ({report.embedding_model}); "
         f"Delta versions: chunks {report.chunks_version}, "
         f"embeddings {report.embeddings_version}\n"
@@ -306,6 +339,57 @@ def _index(args: argparse.Namespace) -> int:
             f"{report.default_knowledge_type} (choose with --knowledge-type)\n"
         )
     return 0
+
+
+def _check_chunking_options(args: argparse.Namespace) -> None:
+    """Refuse chunking options that contradict each other (``--max-chars`` with tokens)."""
+    token_options = [
+        name
+        for name, value in (
+            ("--chunk-tokens", args.chunk_tokens),
+            ("--overlap-tokens", args.overlap_tokens),
+        )
+        if value is not None
+    ]
+    if args.chunking is None and token_options:
+        args.chunking = "tokens"  # --chunk-tokens alone says tokens
+    if args.chunking == "chars" and token_options:
+        raise UsageError(f"{token_options[0]} goes with --chunking tokens, not chars")
+    if args.chunking == "tokens" and args.max_chars is not None:
+        raise UsageError("--max-chars goes with --chunking chars; by tokens use --chunk-tokens")
+
+
+def _token_chunking(args: argparse.Namespace, policy: Policy) -> Any:  # noqa: ANN401
+    """The ``TokenChunking`` the options ask for, counted in the policy's encoding.
+
+    None unless ``--chunking tokens`` (then ``index_documents`` keeps the index's own).
+    ``--chunking chars`` alone is characters at the default length.
+    """
+    from groundlock.lakehouse.token_chunking import CharChunking, TokenChunking  # noqa: PLC0415
+
+    if args.chunking == "chars" and args.max_chars is None:
+        return CharChunking(_MAX_CHARS)
+    if args.chunking != "tokens":
+        return None
+    low, _, high = (args.chunk_tokens or _CHUNK_TOKENS).partition(":")
+    try:
+        bounds = int(low), int(high)
+    except ValueError:
+        raise UsageError(
+            f"--chunk-tokens {args.chunk_tokens!r}: write MIN:MAX, two whole numbers (300:700)"
+        ) from None
+    overlap = _OVERLAP_TOKENS if args.overlap_tokens is None else args.overlap_tokens
+    try:
+        chunking = TokenChunking(*bounds, overlap, policy.token_encoding)
+    except ValueError as exc:
+        raise UsageError(f"--chunk-tokens/--overlap-tokens: {exc}") from None
+    if chunking.max_tokens > policy.max_chunk_tokens:
+        raise UsageError(
+            f"--chunk-tokens: policy {policy.policy_version} admits an evidence entry of at "
+            f"most {policy.max_chunk_tokens} tokens, header included, and truncates a longer "
+            "chunk"
+        )
+    return chunking
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -319,6 +403,9 @@ def _list(args: argparse.Namespace) -> int:
         "--skip-invalid": args.skip_invalid or None,
         "--dimensions": args.dimensions,
         "--max-chars": args.max_chars,
+        "--chunking": args.chunking,
+        "--chunk-tokens": args.chunk_tokens,
+        "--overlap-tokens": args.overlap_tokens,
         "--max-document-mb": args.max_document_mb,
     }
     given = [name for name, value in building.items() if value is not None]

@@ -1,4 +1,8 @@
-"""Documents into chunks: Markdown and text by paragraph, PDF by page (when pypdf is there).
+"""Documents into chunks: Markdown and text, and PDF by page (when pypdf is there).
+
+Two chunkers: by characters (a chunk per paragraph, the default) and by tokens (see
+:mod:`groundlock.lakehouse.token_chunking`: 003's sizes, cut at paragraph and sentence
+ends, with overlap); :func:`chunk_document` says how each names its chunks.
 
 A document may open with a YAML front-matter block (``---`` lines). Its citation keys
 (:data:`CITATION_KEYS`) become the chunks' citation metadata; every other key is an access
@@ -41,6 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped]
+
+from groundlock.lakehouse.token_chunking import (
+    CharChunking,
+    Chunking,
+    TokenChunking,
+    token_pieces,
+)
+from groundlock.text.tokens import get_token_counter
 
 __all__ = [
     "CITATION_KEYS",
@@ -136,6 +148,10 @@ _NOT_IN_A_MARKER = re.compile(r"[^A-Za-z0-9_.:/\-]+")
 """What a ``[semantic_id]`` marker cannot hold (spaces, brackets, commas, ...)."""
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ID_HEX = 12
+"""Hex digits of a chunk text's sha256 in a token chunk's id: 48 bits, so two texts of a
+page of a thousand chunks share them with odds of about one in 500 million (and then
+the second is told apart by ``-2``, as a repeated text is)."""
 
 
 class DocumentRefused(ValueError):  # noqa: N818  (reads as the verdict it reports)
@@ -390,15 +406,29 @@ def _pieces(text: str, max_chars: int) -> Iterator[str]:
             yield paragraph[start:]
 
 
-def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[Chunk]:
-    """The document's chunks, numbered from 1 (per page for a PDF).
+def chunk_document(
+    document: SourceDocument, *, max_chars: int = 1200, chunking: Chunking | None = None
+) -> list[Chunk]:
+    """The document's chunks, in reading order (per page for a PDF).
 
-    Chunk ids are ``<document_id>#<n>`` (``#p<page>.<n>`` for a page of a PDF), so a
-    chunk's id says where it came from and re-indexing an unchanged document gives the
-    same ids. Each row also carries what every citation preset cites by:
+    ``chunking`` picks the chunker (by default :class:`CharChunking` of ``max_chars``):
+
+    * by characters, one chunk per paragraph (a longer one cut between words); chunk ids
+      are positional, ``<document_id>#<n>`` for paragraph n (``#p<page>.<n>`` on a page of
+      a PDF), so a chunk's id says where it came from;
+    * by tokens (:class:`~groundlock.lakehouse.token_chunking.TokenChunking`), chunks of
+      ``min_tokens`` to ``max_tokens`` in the policy's encoding, cut at paragraph or
+      sentence ends, with overlap; chunk ids are made from the chunk's text,
+      ``<document_id>#t<hex>`` (``#p<page>.t<hex>``): the first 12 hex digits of its
+      sha256, ``-2``, ``-3`` added to a text the page repeats. An id then names one text:
+      an edited chunk gets a new id, an unchanged one keeps its own wherever it moves.
+
+    Either way re-indexing an unchanged document gives the same ids. Each row also carries
+    what every citation preset cites by:
 
     * ``page``: a PDF page's number; a Markdown or text file is one page, page 1 (its
-      chunk ids and source references stay unpaged: ``notes.md#2``, ``title, para. 2``).
+      chunk ids and source references stay unpaged: ``notes.md#2``, ``title, para. 2``;
+      by tokens ``title, part 2``).
     * ``semantic_id``: the front matter's ``semantic_id`` (it names the document's one
       row), else ``<knowledge_id>_<n>`` after the chunk id's ``#``: ``MM-TUG7-HPU-04_2``
       for ``tug7-hpu-maintenance.md#2``, ``MM-HPU-RELIEF_p3.1`` for ``hpu.pdf#p3.1``
@@ -406,6 +436,7 @@ def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[C
       ``[semantic_id]`` markers hold no ``#``.
     * ``citation_label``: the front matter's, else the document's title, else its path.
     """
+    chunking = chunking or CharChunking(max_chars)
     meta = document.metadata
     stem = Path(document.document_id).stem
     knowledge_id = str(meta.get("knowledge_id") or stem)
@@ -413,15 +444,28 @@ def chunk_document(document: SourceDocument, *, max_chars: int = 1200) -> list[C
     semantic_id = _text(meta.get("semantic_id"))
     label = _text(meta.get("citation_label")) or title
     base = _NOT_IN_A_MARKER.sub("_", knowledge_id).lstrip(".:/-")
+    by_tokens = isinstance(chunking, TokenChunking)
+    part = "part" if by_tokens else "para."
     chunks: list[Chunk] = []
     for page, text in document.pages:
-        for number, piece in enumerate(_pieces(text, max_chars), start=1):
-            where = f"p. {page}, para. {number}" if page is not None else f"para. {number}"
-            suffix = f"p{page}.{number}" if page is not None else str(number)
+        if isinstance(chunking, TokenChunking):
+            pieces = token_pieces(text, chunking, get_token_counter(chunking.encoding))
+        else:
+            pieces = list(_pieces(text, chunking.max_chars))
+        seen: dict[str, int] = {}
+        for number, piece in enumerate(pieces, start=1):
+            digest = hashlib.sha256(piece.encode()).hexdigest()
+            where = f"p. {page}, {part} {number}" if page is not None else f"{part} {number}"
+            name = str(number)
+            if by_tokens:
+                short = digest[:_ID_HEX]
+                seen[short] = seen.get(short, 0) + 1
+                name = f"t{short}-{seen[short]}" if seen[short] > 1 else f"t{short}"
+            suffix = f"p{page}.{name}" if page is not None else name
             chunks.append(
                 Chunk(
                     chunk_id=f"{document.document_id}#{suffix}",
-                    content_sha256=hashlib.sha256(piece.encode()).hexdigest(),
+                    content_sha256=digest,
                     document_id=document.document_id,
                     document_sha256=document.content_sha256,
                     source_file=document.source_file,
@@ -453,8 +497,12 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def chunk_all(documents: Iterable[SourceDocument], *, max_chars: int = 1200) -> list[Chunk]:
+def chunk_all(
+    documents: Iterable[SourceDocument], *, max_chars: int = 1200, chunking: Chunking | None = None
+) -> list[Chunk]:
     """Every document's chunks, in order."""
     return [
-        chunk for document in documents for chunk in chunk_document(document, max_chars=max_chars)
+        chunk
+        for document in documents
+        for chunk in chunk_document(document, max_chars=max_chars, chunking=chunking)
     ]

@@ -29,7 +29,9 @@ Documents no longer in the indexed folder are removed: the index mirrors the fol
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,10 +58,17 @@ from groundlock.lakehouse.chunking import (
     read_document,
 )
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+from groundlock.lakehouse.token_chunking import (
+    CharChunking,
+    Chunking,
+    TokenChunking,
+    chunking_from_record,
+)
 from groundlock.policies import Policy, load_policy
 from groundlock.policies.loader import DEFAULT_POLICY
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import query_dicts
+from groundlock.text.tokens import get_token_counter
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -67,6 +76,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS_KEY",
+    "CHUNKING_KEY",
     "CHUNKS",
     "EMBEDDINGS",
     "FILTER_COLUMNS",
@@ -85,6 +95,10 @@ INDEX_VERSION_KEY = "groundlock.index_version"
 """Commit metadata key under which every index commit records the corpus's index version."""
 CHECKS_KEY = "groundlock.index_checks"
 """Commit metadata key of the checks the indexed rows passed (see :func:`index_documents`)."""
+CHUNKING_KEY = "groundlock.chunking"
+"""Commit metadata key of the chunker and its parameters, as JSON (see :func:`index_documents`):
+``{"chunker": "tokens", "min_tokens": 300, "max_tokens": 700, "overlap_tokens": 50,
+"encoding": "cl100k_base"}`` or ``{"chunker": "chars", "max_chars": 1200}``."""
 _CHECKS_VERSION = 1
 """Raised when the checks change, so that every index is checked again once."""
 INDEXED = "INDEXED"
@@ -148,6 +162,8 @@ class IndexReport:
     """Documents indexed with :attr:`default_knowledge_type` (they name no type)."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(file, why) of every document left out (``skip_invalid``), sorted by file."""
+    chunking: Chunking = dataclasses.field(default_factory=CharChunking)
+    """How the run chunked (what it recorded, and what the next run keeps by default)."""
 
     @property
     def wrote(self) -> bool:
@@ -286,7 +302,8 @@ def index_documents(
     index: str | Path,
     embedding: Embeddings | None = None,
     *,
-    max_chars: int = 1200,
+    max_chars: int | None = None,
+    chunking: Chunking | None = None,
     batch_size: int = 256,
     storage_options: dict[str, str] | None = None,
     policy: Policy | str | None = None,
@@ -309,6 +326,17 @@ def index_documents(
     larger than ``max_document_bytes`` is refused, and so is a PDF file larger than
     :data:`~groundlock.lakehouse.chunking.PDF_FILE_RATIO` times that, before it is read.
 
+    Chunking: ``chunking`` (a :class:`~groundlock.lakehouse.token_chunking.TokenChunking`
+    or :class:`~groundlock.lakehouse.token_chunking.CharChunking`), or ``max_chars`` for
+    characters. With neither, the chunking the index recorded (every commit records it
+    under :data:`CHUNKING_KEY`), else characters, at most 1200 a chunk: re-running on an
+    index built by tokens keeps its chunks and ids, and an index built before chunking was
+    recorded (by characters) is not rewritten. Changing the chunking re-chunks and
+    re-embeds every document (the settings are part of each document's hash) and changes
+    the chunk ids. Token chunks are counted in the policy's ``token_encoding`` and may be
+    at most the policy's per-entry ceiling (``max_chunk_tokens``: 770 for every built-in
+    policy), so that none reaches the model truncated.
+
     Raises:
         DocumentRefused: a document R2 would refuse, or one that cannot be read (unless
             ``skip_invalid``: then it is left out and listed in the report's ``skipped``).
@@ -324,11 +352,12 @@ def index_documents(
     chunks_uri, vectors_uri = _table_uri(index, CHUNKS), _table_uri(index, EMBEDDINGS)
     target = _target_policy(policy, model)
     default_type = _default_type(target, default_knowledge_type)
-    _check_settings(target, max_chars, max_document_bytes)
-    settings = f"max_chars={max_chars};rows={ROWS_VERSION}"
-    documents, refused = _read_all(root, settings, max_document_bytes, default_type)
     chunk_table = _open(chunks_uri, storage_options)
     vector_table = _open(vectors_uri, storage_options)
+    chunking = _chunking(chunking, max_chars, vector_table)
+    _check_settings(target, chunking, max_document_bytes)
+    settings = f"{chunking.settings};rows={ROWS_VERSION}"
+    documents, refused = _read_all(root, settings, max_document_bytes, default_type)
     known, models = _indexed(vector_table)
     if models - {model}:
         raise ValueError(
@@ -338,11 +367,11 @@ def index_documents(
     checks = _RowChecks(target)
     recheck = _recorded_checks(vector_table) != checks.signature
     stale = [d for d in documents if recheck or known.get(d.document_id) != d.content_sha256]
-    chunked, unfit = _check_all(stale, checks, max_chars)
+    chunked, unfit = _check_all(stale, checks, chunking)
     if checks.keyed and len(stale) < len(documents):
         # A grammar keyed by a unique id needs every row's id, the unchanged ones' too.
         checks = _RowChecks(target)
-        chunked, unfit = _check_all(documents, checks, max_chars)
+        chunked, unfit = _check_all(documents, checks, chunking)
     refused += unfit
     if refused and not skip_invalid:
         first = min(refused, key=lambda exc: exc.source_file)
@@ -367,7 +396,10 @@ def index_documents(
         touched = [d.document_id for d in changed] + removed
         data = _chunk_table(chunks, index_version) if chunks else None
         embedded = _embedding_table(chunks, vectors, model, index_version) if chunks else None
-        recorded = {CHECKS_KEY: checks.signature}
+        recorded = {
+            CHECKS_KEY: checks.signature,
+            CHUNKING_KEY: json.dumps(chunking.record, sort_keys=True),
+        }
         # Chunks first, then vectors: a vector is never visible before its chunk row.
         _write(chunks_uri, chunk_table, data, touched, index_version, storage_options, recorded)
         _write(
@@ -389,16 +421,56 @@ def index_documents(
         default_knowledge_type=default_type,
         untyped=tuple(d.document_id for d in documents if d.typed_by_default),
         skipped=tuple(sorted((exc.source_file, str(exc)) for exc in refused)),
+        chunking=chunking,
     )
 
 
-def _check_settings(policy: Policy, max_chars: int, max_document_bytes: int) -> None:
-    limit = policy.input_limits.max_chunk_chars
-    if not 1 <= max_chars <= limit:
-        raise ValueError(
-            f"max_chars {max_chars} is outside 1 to {limit:,}, the longest chunk policy "
-            f"{policy.policy_version} admits"
-        )
+def _chunking(
+    chunking: Chunking | None, max_chars: int | None, table: DeltaTable | None
+) -> Chunking:
+    """The chunking asked for, else the one the index recorded, else characters."""
+    if chunking is not None and max_chars is not None:
+        raise ValueError("pass chunking or max_chars, not both")
+    if chunking is not None:
+        return chunking
+    if max_chars is not None:
+        return CharChunking(max_chars)
+    return _recorded_chunking(table) or CharChunking()
+
+
+def _recorded_chunking(table: DeltaTable | None) -> Chunking | None:
+    """The chunking the table's last commit recorded (None: none, or no table)."""
+    if table is None:
+        return None
+    last = table.history(1)
+    value = last[0].get(CHUNKING_KEY) if last else None
+    return chunking_from_record(value if isinstance(value, str) else None)
+
+
+def _check_settings(policy: Policy, chunking: Chunking, max_document_bytes: int) -> None:
+    if isinstance(chunking, TokenChunking):
+        if chunking.encoding != policy.token_encoding:
+            raise ValueError(
+                f"token chunks counted in {chunking.encoding} would be sized in another "
+                f"encoding than policy {policy.policy_version} counts evidence in "
+                f"({policy.token_encoding}): pass TokenChunking(encoding="
+                f"{policy.token_encoding!r})"
+            )
+        get_token_counter(chunking.encoding)  # an encoding with no offline copy, now
+        if chunking.max_tokens > policy.max_chunk_tokens:
+            raise ValueError(
+                f"chunks of up to {chunking.max_tokens} tokens: policy "
+                f"{policy.policy_version} admits an evidence entry of at most "
+                f"{policy.max_chunk_tokens} tokens, its header included, and would truncate "
+                "longer chunks"
+            )
+    else:
+        limit = policy.input_limits.max_chunk_chars
+        if not 1 <= chunking.max_chars <= limit:
+            raise ValueError(
+                f"max_chars {chunking.max_chars} is outside 1 to {limit:,}, the longest "
+                f"chunk policy {policy.policy_version} admits"
+            )
     if max_document_bytes < 1:
         raise ValueError("max_document_bytes must be at least 1")
 
@@ -429,13 +501,13 @@ def _read_all(
 
 
 def _check_all(
-    documents: Sequence[SourceDocument], checks: _RowChecks, max_chars: int
+    documents: Sequence[SourceDocument], checks: _RowChecks, chunking: Chunking
 ) -> tuple[dict[str, list[Chunk]], list[DocumentRefused]]:
     """The chunks of every document whose rows pass, and the refusals of the others."""
     chunked: dict[str, list[Chunk]] = {}
     refused: list[DocumentRefused] = []
     for document in documents:
-        chunks = chunk_document(document, max_chars=max_chars)
+        chunks = chunk_document(document, chunking=chunking)
         try:
             checks.check(document, chunks)
         except DocumentRefused as exc:

@@ -95,9 +95,10 @@ _CHUNK_COLUMNS = (
     "semantic_id", "citation_label", "source_reference", "equipment_id", "event_date",
     "access_tags", "chunk_text", "content_sha256",
 )  # fmt: skip
-# Within one page of one document, chunk ids differ only in their paragraph number (which
-# has no leading zeros), so the shorter id comes first and equal lengths sort as numbers.
-_READING_ORDER = "document_id, page, character_length(chunk_id), chunk_id"
+# Within one page of one document, source references differ only in the chunk's number
+# (``title, para. 2``, by tokens ``title, part 2``; no leading zeros), so the shorter one
+# comes first and equal lengths sort as numbers. (Not the chunk id: by tokens it is a hash.)
+_READING_ORDER = "document_id, page, character_length(source_reference), source_reference, chunk_id"
 _SHARED = ("knowledge_id", "knowledge_type", "citation_label", "equipment_id", "event_date")
 """Columns every chunk of a document shares (they come from its front matter)."""
 
