@@ -56,12 +56,14 @@ if TYPE_CHECKING:
         list_chunks,
         list_documents,
     )
+    from groundlock.lakehouse.token_chunking import CharChunking, TokenChunking
     from groundlock.lakehouse.vectorstore import DeltaVectorStore
 
 __all__ = [
     "LEXICAL_EMBEDDING_PREFIX",
     "LEXICAL_POLICY",
     "LEXICAL_TWINS",
+    "CharChunking",
     "DeltaVectorStore",
     "DocumentRefused",
     "EvalItem",
@@ -72,6 +74,7 @@ __all__ = [
     "ListedChunk",
     "ListedDocument",
     "RunSummary",
+    "TokenChunking",
     "calibration_problem",
     "compare",
     "index_documents",
@@ -88,6 +91,8 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "CharChunking": "groundlock.lakehouse.token_chunking",
+    "TokenChunking": "groundlock.lakehouse.token_chunking",
     "DeltaVectorStore": "groundlock.lakehouse.vectorstore",
     "DocumentRefused": "groundlock.lakehouse.chunking",
     "EvalItem": "groundlock.lakehouse.evaluation",
