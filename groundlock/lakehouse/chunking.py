@@ -91,6 +91,7 @@ RESERVED_KEYS = frozenset(
         "rank",
         "similarity",
         "similarity_score",
+        "rerank_score",
         "chunk_text",
         "knowledge_type_effective",
         "source_reference",
