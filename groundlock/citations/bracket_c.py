@@ -64,14 +64,14 @@ def scan_anchors(text: str) -> AnchorScan:
     """Find the anchors of ``text``; a valid anchor never also counts as malformed.
 
     >>> scan_anchors("Torque to 45 Nm [C0][C2], not (C1) or [C0, C1].")
-    AnchorScan(anchors=('C0', 'C2'), malformed=2)
+    AnchorScan(anchors=('C0', 'C2'), malformed_shapes=('(C1)', '[C0, C1]'))
     """
     anchors = tuple(f"C{number}" for number in ANCHOR_RE.findall(text))
     masked = ANCHOR_RE.sub(" ", text) if anchors else text
-    groups = len(_GROUP_RE.findall(masked))
+    groups = tuple(_GROUP_RE.findall(masked))
     if groups:
         masked = _GROUP_RE.sub(" ", masked)
-    return AnchorScan(anchors=anchors, malformed=groups + len(_STRAY_RE.findall(masked)))
+    return AnchorScan(anchors=anchors, malformed_shapes=groups + tuple(_STRAY_RE.findall(masked)))
 
 
 def without_anchors(text: str) -> str:

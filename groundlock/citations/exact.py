@@ -84,24 +84,23 @@ class ExactMarkers:
             found.extend(self.keys.get(marker.group(), (marker.group(),)))
         return found
 
-    def _suspects(self, masked: str) -> tuple[str, int]:
-        count = 0
+    def _suspects(self, masked: str) -> tuple[str, tuple[str, ...]]:
+        shapes: list[str] = []
 
         def blank(found: re.Match[str]) -> str:
-            nonlocal count
             if not self.suspect(found.group()):
                 return found.group()
-            count += 1
+            shapes.append(found.group())
             return " "
 
         for pattern in self.suspect_res:
             masked = pattern.sub(blank, masked)
-        return masked, count
+        return masked, tuple(shapes)
 
     def scan(self, text: str) -> AnchorScan:
-        """The keys of ``text``'s markers and how many suspects it holds besides them."""
+        """The keys of ``text``'s markers and the suspects it holds besides them."""
         _, malformed = self._suspects(self.marker_re.sub(" ", text))
-        return AnchorScan(anchors=tuple(self.anchors(text)), malformed=malformed)
+        return AnchorScan(anchors=tuple(self.anchors(text)), malformed_shapes=malformed)
 
     def without_markers(self, text: str) -> str:
         """``text`` with its markers and suspects blanked out."""

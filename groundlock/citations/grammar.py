@@ -31,8 +31,14 @@ class AnchorScan:
 
     anchors: tuple[str, ...]
     """Well-formed anchors as keys (``"C0"``), in order, repeats kept."""
-    malformed: int
-    """How many anchor-like tokens are not well-formed."""
+    malformed_shapes: tuple[str, ...]
+    """The anchor-like tokens that are not well-formed, exactly as written, repeats kept
+    (what a verdict names as its malformed citations)."""
+
+    @property
+    def malformed(self) -> int:
+        """How many anchor-like tokens are not well-formed."""
+        return len(self.malformed_shapes)
 
 
 class CitableRow(Protocol):

@@ -199,15 +199,18 @@ _VALIDATION_COLUMNS = (
     "status", "failure_reason", "generation_status", "validation_status", "prompt_sha256",
     "template_sha256", "policy_version", "policy_sha256", "outcome_sha256",
     "validated_answer_text", "validated_citations", "firewall_ruleset",
-    "firewall_ruleset_sha256", "firewall_findings", "model_name",
+    "firewall_ruleset_sha256", "firewall_findings", "model_name", "invalid_citations",
 )  # fmt: skip
 _QUERY_COLUMNS = (
     "status", "failure_reason", "outcome_sha256", "retrieved_chunk_ids", "selected_chunk_ids",
     "cited_chunk_ids",
 )  # fmt: skip
 _LATER_COLUMNS = frozenset(
-    {"outcome_sha256", "firewall_ruleset", "firewall_ruleset_sha256", "firewall_findings"}
-)
+    {
+        "outcome_sha256", "firewall_ruleset", "firewall_ruleset_sha256", "firewall_findings",
+        "invalid_citations",
+    }
+)  # fmt: skip
 """Null in rows written before the column existed: a null there is not a disagreement
 (the columns each of them sums up, status, answer and citations, are still compared)."""
 

@@ -215,6 +215,11 @@ class ValidationRow(_RequestRow):
     streamed_before_verdict: tuple[_Text, ...] | None = None
     """A progressive stream's sentences that reached the reader before the final verdict,
     as emitted: on a FAILED row, what the reader was shown and told to withdraw."""
+    invalid_citations: tuple[_Id, ...] | None = None
+    """Well-formed markers of the answer that named no evidence entry of the request, as
+    written without brackets (``IPC_421_0``): what an auditor looks for on an
+    ``INVALID_CITATION_REFERENCE`` row. Null on rows written before the column; malformed
+    tokens are counted only (``malformed_anchor_count``): they may be any text."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:

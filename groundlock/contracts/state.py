@@ -262,6 +262,9 @@ class Judged(Answered):
             firewall_ruleset_sha256=self.validation.firewall_ruleset_sha256,
             findings=self.validation.findings,
             judge=self.validation.judge,
+            invalid_citations=self.validation.invalid_citations,
+            malformed_citations=self.validation.malformed_citations,
+            retrieved_ids=self.validation.retrieved_ids,
         )
         return self.model_copy(update={"outcome": outcome, "validation": verdict})
 

@@ -135,12 +135,28 @@ class ValidationResult(Contract):
     judge: JudgeRecord | None = None
     """The support judge's record, when the policy names one and it ran (on answers that
     passed every deterministic rule)."""
+    cited_ids: tuple[str, ...] = ()
+    """``validated_citations`` as the policy's citation grammar writes them (``IPC_420_0``,
+    ``CIT-01``, ``Source: manual.pdf, p.14``, ``C0``): distinct, in order of first use; empty
+    unless the answer is OK. Two chunks of one page share one ``Source:`` id."""
+    invalid_citations: tuple[str, ...] = ()
+    """Well-formed markers naming no evidence entry of this request, as written in the
+    answer without their brackets (``IPC_421_0``, ``CIT-07``, ``C9``): distinct, in order of
+    first use. Set on a FAILED verdict too: it is what was wrong."""
+    malformed_citations: tuple[str, ...] = ()
+    """Marker-like tokens that are not one well-formed marker, exactly as written, brackets
+    and all (``[IPC_420_0, MWA_2_1]``, ``(C1)``): distinct. Kept apart from
+    ``invalid_citations``: a malformed token names no id to look up."""
+    retrieved_ids: tuple[str, ...] = ()
+    """The ids the answer could cite: the evidence entries the prompt held, in the policy's
+    citation form and evidence order, distinct. Empty when no answer was judged (an upstream
+    failure) or the request had no evidence."""
 
     def _check(self) -> None:
         if self.validation_status is ValidationStatus.FAILED:
             if self.failure_reason is None or self.generation_status is not GenerationStatus.FAILED:
                 raise ValueError("a FAILED validation has a failure_reason and FAILED status")
-            if self.validated_answer_text or self.validated_citations:
+            if self.validated_answer_text or self.validated_citations or self.cited_ids:
                 raise ValueError("a FAILED validation passes no text and no citations on")
             return
         if self.failure_reason is not None:
@@ -148,9 +164,13 @@ class ValidationResult(Contract):
         if self.generation_status is GenerationStatus.FAILED:
             raise ValueError("a PASSED validation is OK or NO_EVIDENCE")
         if self.generation_status is GenerationStatus.NO_EVIDENCE:
-            if self.validated_citations:
+            if self.validated_citations or self.cited_ids:
                 raise ValueError("a refusal cites nothing")
             return
         citations = self.validated_citations
         if not citations or len(set(citations)) != len(citations):
             raise ValueError("an OK answer cites distinct anchors")
+        if len(self.cited_ids) > len(citations):
+            # (Not required: a verdict of an earlier groundlock has none; R5's own verdict
+            # always does, and a verdict arriving as data must equal R5's.)
+            raise ValueError("an OK answer has no more cited ids than cited anchors")

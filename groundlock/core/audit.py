@@ -92,6 +92,7 @@ def audit_rows(
             "history_turns_kept": prompt.history_turns_kept,
             "stream_mode": policy.stream_mode if streamed is not None else None,
             "streamed_before_verdict": streamed or None,
+            "invalid_citations": result.invalid_citations,
         }
     )
     dropped = bundle.metrics.dropped_rows if bundle.metrics else ()

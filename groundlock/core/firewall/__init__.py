@@ -23,6 +23,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.state import Answered, Judged, Outcome
 from groundlock.contracts.validation import FirewallFinding, GroundingMetrics, ValidationResult
 from groundlock.core.firewall.metrics import grounding_metrics
+from groundlock.core.firewall.naming import CitationNames, citation_names
 from groundlock.core.firewall.parsed import parse_answer
 from groundlock.core.firewall.reading import Reading
 from groundlock.core.firewall.refusal import RefusalForm
@@ -110,6 +111,10 @@ def _verdict(
 ) -> ValidationResult:
     metrics = grounding_metrics(reading, ctx)
     failure = next((f for f in findings if f.mode == "enforce"), None)
+    answer = reading.answer
+    exact = reading.refusal.form is RefusalForm.EXACT
+    citations = () if exact else tuple(dict.fromkeys(answer.used_anchors))
+    names = citation_names(answer, citations if failure is None else (), ctx)
     if failure is not None:
         return failed_validation(
             ctx.request_id,
@@ -118,13 +123,9 @@ def _verdict(
             metrics,
             ruleset=ctx.ruleset,
             findings=findings,
+            names=names,
         )
-    answer = reading.answer
-    if reading.refusal.form is RefusalForm.EXACT:
-        status, citations = GenerationStatus.NO_EVIDENCE, tuple[str, ...]()
-    else:
-        status = GenerationStatus.OK
-        citations = tuple(dict.fromkeys(answer.used_anchors))
+    status = GenerationStatus.NO_EVIDENCE if exact else GenerationStatus.OK
     return ValidationResult(
         request_id=ctx.request_id,
         generation_status=status,
@@ -137,6 +138,10 @@ def _verdict(
         firewall_ruleset=ctx.ruleset.name,
         firewall_ruleset_sha256=ctx.ruleset.sha256,
         findings=findings,
+        cited_ids=names.cited,
+        invalid_citations=names.invalid,
+        malformed_citations=names.malformed,
+        retrieved_ids=names.retrieved,
     )
 
 
@@ -157,8 +162,13 @@ def failed_validation(
     *,
     ruleset: Ruleset | None = None,
     findings: tuple[FirewallFinding, ...] = (),
+    names: CitationNames | None = None,
 ) -> ValidationResult:
-    """A FAILED verdict: no text, no citations, a reason (and the ruleset, if one judged)."""
+    """A FAILED verdict: no text, no citations, a reason (and the ruleset, if one judged).
+
+    ``names``: what the judged answer cited wrongly and could have cited (none when no
+    answer was judged).
+    """
     return ValidationResult(
         request_id=request_id,
         generation_status=GenerationStatus.FAILED,
@@ -171,4 +181,7 @@ def failed_validation(
         firewall_ruleset=ruleset.name if ruleset is not None else None,
         firewall_ruleset_sha256=ruleset.sha256 if ruleset is not None else None,
         findings=findings,
+        invalid_citations=names.invalid if names is not None else (),
+        malformed_citations=names.malformed if names is not None else (),
+        retrieved_ids=names.retrieved if names is not None else (),
     )

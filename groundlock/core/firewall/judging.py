@@ -187,6 +187,7 @@ def judged(
             "message": failure.message,
             "validated_answer_text": "",
             "validated_citations": (),
+            "cited_ids": (),
             "findings": tuple(findings),
             "judge": record,
         }
