@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableSequence
 
     from groundlock.contracts.response import PublicResponse
+    from groundlock.contracts.state import Judged
+    from groundlock.policies import Policy
 
 __all__ = ["add_commands"]
 
@@ -138,7 +140,19 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         metavar="FILE",
         help="the answer text, or the JSON that `groundlock ask --json` prints",
     )
-    validate.add_argument("--policy", help=_policy_help())
+    validate.add_argument(
+        "--policy",
+        help=_policy_help(
+            "the library's default; for a bundle retrieved from a lexical index, "
+            "LEXICAL_POLICY_V1, as ask --index chooses"
+        ),
+    )
+    validate.add_argument(
+        "--json",
+        action="store_true",
+        help="print the verdict as JSON (default: grounded or not, citations, sources, "
+        "retrieved ids)",
+    )
     validate.set_defaults(handler=_validate)
 
     serve = commands.add_parser("serve", help="serve the chain over HTTP (LangServe, uvicorn)")
@@ -243,20 +257,37 @@ def _ask(args: argparse.Namespace) -> int:
     if args.run_id is not None:
         raise UsageError("--run-id goes with --batch (a bundle carries its own run_id)")
     bundle = _read_json(args.bundle)
-    response = _chain_for(args).invoke(bundle)
+    chain = _chain_for(args)
     if args.json:
+        response = chain.invoke(bundle)
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:
-        _print_response(response)
+        from groundlock.cli.verdict_view import answered  # noqa: PLC0415
+
+        state, response = answered(chain, bundle, {})
+        _print_response(response, state)
     return _exit_code(response.status.value)
 
 
-def _print_response(response: PublicResponse) -> None:
+def _print_response(response: PublicResponse, state: Judged | None = None) -> None:
+    """The answer and its numbered citations (or the failure), then the verdict's block."""
+    from groundlock.cli.verdict_view import entries_of, verdict_lines  # noqa: PLC0415
+
     if response.status.value == "FAILED":
         detail = f": {response.failure_message}" if response.failure_message else ""
         reason = response.failure_reason.value if response.failure_reason else "-"
         sys.stdout.write(f"FAILED {reason}{detail}\n")
-        return
+    else:
+        _print_answer(response)
+    if state is not None:
+        # The response's own status decides (an audit failure after R5 withdrew the answer).
+        lines = verdict_lines(
+            state.validation, entries_of(state), None, reason=None, show_malformed=False
+        )
+        sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def _print_answer(response: PublicResponse) -> None:
     sys.stdout.write(response.answer + "\n")
     for number, citation in enumerate(response.citations, start=1):
         details = ", ".join(
@@ -313,17 +344,22 @@ def _batch_run_id(given: str | None) -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from groundlock.cli.verdict_view import verdict_document, verdict_lines  # noqa: PLC0415
+    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
     from groundlock.core.written_answer import validate_text  # noqa: PLC0415
-    from groundlock.errors import GroundlockError  # noqa: PLC0415
-    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
 
     bundle = _read_json(args.bundle)
     answer = _read_answer(args.answer_file)
-    try:
-        verdict = validate_text(answer, bundle, args.policy or DEFAULT_POLICY)
-    except (GroundlockError, ValueError, LookupError) as exc:
-        raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
+    policy = _validation_policy(args.policy, bundle)
+    verdict = validate_text(answer, bundle, policy)
+    # The entries the answer was judged against (R2 is pure: the same as validate_text's).
+    entries = () if verdict.retrieved_ids == () else assemble(bundle, policy).selected_evidence
     reason = verdict.failure_reason.value if verdict.failure_reason else None
+    if not args.json:
+        detail = f"{reason}: {verdict.message}" if verdict.message else reason
+        lines = verdict_lines(verdict, entries, policy.grammar, reason=detail, show_malformed=True)
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        return _exit_code(verdict.generation_status.value)
     sys.stdout.write(
         json.dumps(
             {
@@ -332,9 +368,8 @@ def _validate(args: argparse.Namespace) -> int:
                 "generation_status": verdict.generation_status.value,
                 "failure_reason": reason,
                 "message": verdict.message,
-                "validated_citations": _public_anchors(
-                    verdict.validated_citations, bundle, args.policy or DEFAULT_POLICY
-                ),
+                "validated_citations": list(verdict.cited_ids),
+                **verdict_document(verdict, entries, policy.grammar),
                 "grounding_metrics": verdict.grounding_metrics.model_dump(mode="json"),
             },
             indent=2,
@@ -344,21 +379,27 @@ def _validate(args: argparse.Namespace) -> int:
     return _exit_code(verdict.generation_status.value)
 
 
-def _public_anchors(keys: tuple[str, ...], bundle: object, policy_name: str) -> list[str]:
-    """The cited entries as the answer's markers name them (``CIT-01``, not the key ``C0``).
+def _validation_policy(name: str | None, bundle: object) -> Policy:
+    """The policy to judge under: ``--policy``, else as ``ask --index`` would choose.
 
-    What ``groundlock ask --json`` shows as each citation's anchor, so the two commands agree
-    under every preset (under the default policy a key and its anchor are the same).
+    A bundle that ``groundlock retrieve`` wrote from a lexical index names the lexical
+    embedding: it is judged under the lexical calibration (and a policy whose gates that
+    embedding never reaches is refused, naming its lexical twin), so the three steps
+    retrieve, answer, validate agree without repeating ``--policy``.
     """
-    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
+    from groundlock.cli.lakehouse import policy_for  # noqa: PLC0415
+    from groundlock.errors import GroundlockError  # noqa: PLC0415
+    from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX  # noqa: PLC0415
     from groundlock.policies import load_policy  # noqa: PLC0415
+    from groundlock.policies.loader import DEFAULT_POLICY  # noqa: PLC0415
 
-    policy = load_policy(policy_name)
-    grammar = policy.grammar
-    if not keys or grammar.name == "bracket_c":
-        return list(keys)
-    entries = {entry.anchor: entry for entry in assemble(bundle, policy).selected_evidence}
-    return [grammar.public_anchor(entries[key]) if key in entries else key for key in keys]
+    model = bundle.get("embedding_model") if isinstance(bundle, dict) else None
+    if isinstance(model, str) and model.startswith(LEXICAL_EMBEDDING_PREFIX):
+        return policy_for(name, model)
+    try:
+        return load_policy(name or DEFAULT_POLICY)
+    except (GroundlockError, ValueError, LookupError) as exc:
+        raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
 
 
 def _read_answer(path: Path) -> str:

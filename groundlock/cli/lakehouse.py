@@ -54,6 +54,7 @@ from groundlock.cli._shared import (
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
+    from groundlock.contracts.retrieval import RetrievalBundle
     from groundlock.core.access import AccessPolicy
     from groundlock.lakehouse import IndexListing, ListedChunk, ListedDocument
     from groundlock.policies import Policy
@@ -65,6 +66,7 @@ __all__ = [
     "add_commands",
     "extend_ask",
     "index_front",
+    "policy_for",
 ]
 
 _MIB = 1024 * 1024
@@ -207,6 +209,46 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     index.set_defaults(handler=_index)
 
+    retrieve = commands.add_parser(
+        "retrieve",
+        help="retrieve a question's bundle from an index (step 1 of retrieve, answer, validate)",
+        description="groundlock retrieve QUESTION --index PATH --json > retrieved.json writes "
+        "the retrieval bundle ask QUESTION --index would answer; anyone may then write the "
+        "answer, and groundlock validate --bundle retrieved.json --answer-file FILE judges it.",
+    )
+    retrieve.add_argument("question", help="the question to retrieve evidence for")
+    retrieve.add_argument("--index", required=True, metavar="PATH", help="the index's path or URI")
+    retrieve.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, metavar="N", help=TOP_K_HELP)
+    retrieve.add_argument(
+        "--policy",
+        help="the policy the answer will be judged under: its question limits apply, and the "
+        "summary shows its citation ids (default: as ask --index chooses)",
+    )
+    _access_arguments(retrieve)
+    retrieve.add_argument(
+        "--json",
+        action="store_true",
+        help="print the bundle as JSON (what validate --bundle and ask --bundle read)",
+    )
+    retrieve.set_defaults(handler=_retrieve)
+
+
+def _access_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--access``, ``--role`` and ``--grant``: answer (or retrieve) as a principal."""
+    parser.add_argument(
+        "--access", type=Path, metavar="FILE", help="with --index: an access policy (JSON)"
+    )
+    parser.add_argument(
+        "--role", metavar="ROLE", help="with --access: answer as this role of the policy"
+    )
+    parser.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,VALUE]",
+        help="with --access: answer as a principal granted these values (repeatable)",
+    )
+
 
 def extend_ask(ask: argparse.ArgumentParser) -> None:
     """Give ``ask`` a question and ``--index``; without ``--index`` it answers bundles."""
@@ -218,19 +260,7 @@ def extend_ask(ask: argparse.ArgumentParser) -> None:
     ask.add_argument(
         "--top-k", type=int, default=DEFAULT_TOP_K, metavar="N", help=f"with --index: {TOP_K_HELP}"
     )
-    ask.add_argument(
-        "--access", type=Path, metavar="FILE", help="with --index: an access policy (JSON)"
-    )
-    ask.add_argument(
-        "--role", metavar="ROLE", help="with --access: answer as this role of the policy"
-    )
-    ask.add_argument(
-        "--grant",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE[,VALUE]",
-        help="with --access: answer as a principal granted these values (repeatable)",
-    )
+    _access_arguments(ask)
 
     def handler(args: argparse.Namespace) -> int:
         if args.index is None:
@@ -276,7 +306,7 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file or folder: {args.source}")
     check_location(args.index, "--index")  # before any document is read
     embedding = LexicalEmbeddings(args.dimensions)
-    policy = _policy_for(args.policy, embedding_name(embedding))
+    policy = policy_for(args.policy, embedding_name(embedding))
     limit = policy.input_limits.max_chunk_chars
     if args.max_chars is not None and args.max_chars > limit:
         raise UsageError(f"--max-chars: policy {policy.policy_version} admits at most {limit}")
@@ -504,7 +534,7 @@ def _first_words(text: str) -> str:
     return flat[: cut if cut > 0 else _SHOWN_TEXT] + "…"
 
 
-def _policy_for(name: str | None, index_model: str) -> Policy:
+def policy_for(name: str | None, index_model: str) -> Policy:
     """The policy to answer under (see the module docstring for the choice)."""
     from groundlock.errors import GroundlockError  # noqa: PLC0415
     from groundlock.lakehouse import (  # noqa: PLC0415
@@ -563,13 +593,14 @@ def index_front(
         store = open_lexical_index(index)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    policy = _policy_for(policy_name, store.embedding_model or "unknown")
+    policy = policy_for(policy_name, store.embedding_model or "unknown")
     return RetrievalFront.over_index(store, top_k=top_k, access=access), policy
 
 
 def _ask_index(args: argparse.Namespace) -> int:
     from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
     from groundlock.cli.chain import _print_response  # noqa: PLC0415
+    from groundlock.cli.verdict_view import answered  # noqa: PLC0415
 
     if args.bundle is not None or args.batch is not None:
         raise UsageError("--index answers a question; it does not take --bundle or --batch")
@@ -590,12 +621,74 @@ def _ask_index(args: argparse.Namespace) -> int:
         chain_options["archive"] = args.archive
     with model_named(args.model, "ask"):
         chain = grounded_answer_chain(**chain_options)
-    response = chain.invoke(args.question, config=config)
     if args.json:
+        response = chain.invoke(args.question, config=config)
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:
-        _print_response(response)
+        state, response = answered(chain, args.question, config)
+        _print_response(response, state)
     return 1 if response.status.value == "FAILED" else 0
+
+
+def _retrieve(args: argparse.Namespace) -> int:
+    """Step 1 of 002's three: the bundle ``ask --index`` would answer, as JSON or a summary.
+
+    R1 exactly as ``ask --index`` runs it (the same front, policy and access), without the
+    model: a request the front refuses is one line on stderr and exit 1.
+    """
+    from groundlock.core.intake import Rejection  # noqa: PLC0415
+
+    if not args.question.strip():
+        raise UsageError("retrieve needs a question: groundlock retrieve 'question' --index PATH")
+    access, config = _access(args)
+    front, policy = index_front(args.index, args.top_k, args.policy, access)
+    if front.policy != policy:
+        front = front.model_copy(update={"policy": policy})
+    found = front.invoke(args.question, config=config)
+    if isinstance(found, Rejection):
+        sys.stderr.write(f"groundlock: FAILED {found.reason.value}: {found.message}\n")
+        return 1
+    if args.json:
+        sys.stdout.write(found.model_dump_json(indent=2, exclude_none=True) + "\n")
+        return 0
+    sys.stdout.write("".join(line + "\n" for line in _retrieved_lines(found, policy)))
+    return 0
+
+
+def _retrieved_lines(bundle: RetrievalBundle, policy: Policy) -> list[str]:
+    """The human summary: one line per row, then the ids an answer may cite.
+
+    A row's line: rank, similarity, the id an answer cites it by (or why R2 drops it), its
+    chunk id and source.
+    """
+    from groundlock.cli.verdict_view import source_of  # noqa: PLC0415
+    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
+
+    assembled = assemble(bundle, policy)
+    grammar = policy.grammar
+    held = {entry.chunk_id: entry for entry in assembled.selected_evidence}
+    metrics = assembled.metrics
+    dropped = {row.chunk_id: row.reason.value for row in (metrics.dropped_rows if metrics else ())}
+    lines = [
+        f"Question: {bundle.user_question}",
+        f"Index: {bundle.index_version} ({bundle.embedding_model}), policy "
+        f"{policy.policy_version}, request {bundle.request_id}",
+        f"Retrieved: {len(bundle.results)} row(s)",
+    ]
+    for row in bundle.results:
+        entry = held.get(row.chunk_id)
+        cited_as = (
+            f"[{grammar.public_anchor(entry)}]"
+            if entry
+            else f"(dropped: {dropped.get(row.chunk_id, 'not admitted')})"
+        )
+        source = source_of(entry) if entry else row.source_reference or row.chunk_id
+        lines.append(
+            f"  {row.rank}. {row.similarity_score:.3f} {cited_as} {row.chunk_id}: {source}"
+        )
+    ids = tuple(dict.fromkeys(grammar.public_anchor(e) for e in assembled.selected_evidence))
+    lines.append(f"Retrieved ids ({len(ids)}): {', '.join(ids) or '-'}")
+    return lines
 
 
 def _access(args: argparse.Namespace) -> tuple[AccessPolicy | None, RunnableConfig]:

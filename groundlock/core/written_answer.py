@@ -16,6 +16,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
 from groundlock.core.evidence_assembly import assemble
 from groundlock.core.firewall import validate_answer
+from groundlock.core.firewall.naming import unbracketed as _unbracketed
 from groundlock.core.prompt_build import build_prompt
 from groundlock.core.skipped import failed_verdict
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
@@ -50,10 +51,18 @@ def validate_text(
     if state.status is GenerationStatus.FAILED:
         return failed_verdict(state.request_id, state.outcome.reason, state.outcome.message)
     if state.status is GenerationStatus.NO_EVIDENCE and answer != loaded.refusal_text:
-        return failed_verdict(
+        verdict = failed_verdict(
             state.request_id,
             ReasonCode.INVALID_REFUSAL_FORMAT,
             "validation: the request has no evidence; its only answer is the exact refusal",
+        )
+        # With nothing retrieved, every marker the answer wrote names nothing.
+        scan = loaded.grammar.bound(()).scan(answer)
+        return verdict.model_copy(
+            update={
+                "invalid_citations": tuple(dict.fromkeys(map(_unbracketed, scan.anchors))),
+                "malformed_citations": tuple(dict.fromkeys(scan.malformed_shapes)),
+            }
         )
     execution = LLMExecutionResult.uncalled(state.status, text=answer)
     return validate_answer(state.answered(execution), loaded)

@@ -84,19 +84,19 @@ def test_validate_judges_an_existing_answer_without_a_model(
     good = _write(
         tmp_path, "good.txt", "Case drain pressure must not exceed 3.5 bar at 1,800 rpm. [C1]"
     )
-    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", good)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", bundle, "--answer-file", good)
     verdict = json.loads(out)
     assert code == 0
     assert verdict["validation_status"] == "PASSED"
     assert verdict["validated_citations"] == ["C1"]
     assert verdict["grounding_metrics"]["citation_count"] == 1
     bad = _write(tmp_path, "bad.txt", "The pump is fine. [C1] Replace it weekly.")
-    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", bad)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", bundle, "--answer-file", bad)
     assert code == 1
     assert json.loads(out)["failure_reason"] == "UNCITED_FACTUAL_STATEMENT"
     missing = str(tmp_path / "none.txt")
-    assert _run(capsys, "validate", "--bundle", bundle, "--answer-file", missing)[0] == 2
-    assert _run(capsys, "validate", "--bundle", bundle)[0] == 2
+    assert _run(capsys, "validate", "--json", "--bundle", bundle, "--answer-file", missing)[0] == 2
+    assert _run(capsys, "validate", "--json", "--bundle", bundle)[0] == 2
 
 
 def test_validate_judges_the_given_answer_even_when_the_bundle_has_no_evidence(
@@ -106,10 +106,10 @@ def test_validate_judges_the_given_answer_even_when_the_bundle_has_no_evidence(
     # reaches a model: the refusal was judged instead, and any answer passed.
     empty = _write(tmp_path, "empty.json", make_bundle([], retrieval_status="NO_EVIDENCE"))
     claim = _write(tmp_path, "claim.txt", "The pump never needs an inspection. [C0]")
-    code, out, _ = _run(capsys, "validate", "--bundle", empty, "--answer-file", claim)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", empty, "--answer-file", claim)
     assert (code, json.loads(out)["failure_reason"]) == (1, "INVALID_REFUSAL_FORMAT")
     refusal = _write(tmp_path, "refusal.txt", load_policy().refusal_text)
-    code, out, _ = _run(capsys, "validate", "--bundle", empty, "--answer-file", refusal)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", empty, "--answer-file", refusal)
     assert (code, json.loads(out)["generation_status"]) == (0, "NO_EVIDENCE")
 
 
@@ -120,13 +120,13 @@ def test_validate_reads_the_json_that_ask_prints(
     code, printed, _ = _run(capsys, "ask", "--json", "--bundle", bundle)
     assert code == 0
     response = _write(tmp_path, "response.json", printed)
-    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", response)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", bundle, "--answer-file", response)
     verdict = json.loads(out)
     assert (code, verdict["validation_status"]) == (0, "PASSED")
     assert verdict["validated_citations"] == [c["anchor"] for c in json.loads(printed)["citations"]]
     # a plain answer that happens to be JSON without an answer field is judged as written
     braces = _write(tmp_path, "braces.txt", '{"note": "see manual"}')
-    code, out, _ = _run(capsys, "validate", "--bundle", bundle, "--answer-file", braces)
+    code, out, _ = _run(capsys, "validate", "--json", "--bundle", bundle, "--answer-file", braces)
     assert (code, json.loads(out)["failure_reason"]) == (1, "UNCITED_FACTUAL_STATEMENT")
 
 
@@ -208,13 +208,13 @@ def test_ask_and_validate_take_every_preset(
     assert "[C0]" not in response["answer"]
     assert anchor in [c["anchor"] for c in response["citations"]]
     answer = _write(tmp_path, "response.json", printed)
-    args = ("validate", "--policy", policy, "--bundle", bundle, "--answer-file", answer)
+    args = ("validate", "--json", "--policy", policy, "--bundle", bundle, "--answer-file", answer)
     code, out, _ = _run(capsys, *args)
     verdict = json.loads(out)
     assert (code, verdict["validation_status"]) == (0, "PASSED")
     assert verdict["validated_citations"] == [c["anchor"] for c in response["citations"]]
     # the same answer in the default grammar is not a citation under the preset
     plain = _write(tmp_path, "plain.txt", "Replace the filter element every 500 hours. [C0]")
-    code, out, _ = _run(capsys, "validate", "--policy", policy, "--bundle", bundle,
+    code, out, _ = _run(capsys, "validate", "--json", "--policy", policy, "--bundle", bundle,
                         "--answer-file", plain)  # fmt: skip
     assert (code, json.loads(out)["validation_status"]) == (1, "FAILED")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context
 
-__all__ = ["CitationNames", "citation_names"]
+__all__ = ["CitationNames", "citation_names", "unbracketed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ def _distinct(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _unbracketed(marker: str) -> str:
+def unbracketed(marker: str) -> str:
     """``[IPC_421_0]`` -> ``IPC_421_0``; a key (``C9``, the default grammar's) as it is."""
     return marker[1:-1] if marker.startswith("[") and marker.endswith("]") else marker
 
@@ -49,7 +49,7 @@ def citation_names(answer: ParsedAnswer, cited: tuple[str, ...], ctx: Context) -
     entries = ctx.entries
     return CitationNames(
         cited=_distinct(grammar.public_anchor(entries[key]) for key in cited if key in entries),
-        invalid=_distinct(_unbracketed(a) for a in answer.scan.anchors if a not in entries),
+        invalid=_distinct(unbracketed(a) for a in answer.scan.anchors if a not in entries),
         malformed=_distinct(answer.scan.malformed_shapes),
         retrieved=_distinct(grammar.public_anchor(entry) for entry in ctx.bundle.selected_evidence),
     )

@@ -139,3 +139,14 @@ def test_a_request_that_failed_before_any_answer_names_nothing() -> None:
         verdict.malformed_citations,
         verdict.retrieved_ids,
     ) == ((), (), (), ())
+
+
+def test_with_nothing_retrieved_every_citation_of_an_answer_is_invalid() -> None:
+    empty = make_bundle([], retrieval_status="NO_EVIDENCE")
+    verdict = validate_text(
+        "Cheating is an offence. [IPC_420_0] [IPC_420_0, X_1]", empty, "SEMANTIC_ID_POLICY_V1"
+    )
+    assert verdict.failure_reason is ReasonCode.INVALID_REFUSAL_FORMAT
+    assert verdict.invalid_citations == ("IPC_420_0",)
+    assert verdict.malformed_citations == ("[IPC_420_0, X_1]",)
+    assert verdict.retrieved_ids == ()

@@ -1,0 +1,138 @@
+"""A verdict as ``002``'s tool shows it: grounded or not, citations, sources, retrieved ids.
+
+``ask`` and ``validate`` print the same block after their own first lines, and
+``validate --json`` carries the same data, so a user of ``002`` (``is_grounded``,
+``cited_sources``, ``invalid_citations``, ``retrieved_semantic_ids``) reads it where they
+expect it. Ids are in the policy's citation form (the verdict's ``cited_ids``,
+``invalid_citations`` and ``retrieved_ids``), never the internal keys. A FAILED answer's text
+is never shown; its invalid citations are (markers naming nothing: what was wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig, RunnableSequence
+
+    from groundlock.citations import CitationGrammar
+    from groundlock.contracts.assembly import SelectedEvidence
+    from groundlock.contracts.response import PublicResponse
+    from groundlock.contracts.state import Judged
+    from groundlock.contracts.validation import ValidationResult
+
+__all__ = [
+    "answered",
+    "cited_sources",
+    "entries_of",
+    "source_of",
+    "verdict_document",
+    "verdict_lines",
+]
+
+
+def answered(
+    chain: RunnableSequence[Any, PublicResponse], given: object, config: RunnableConfig
+) -> tuple[Judged | None, PublicResponse]:
+    """The run state R6 packages, and R6's response: the chain run in two steps.
+
+    The same stages on the same input (R1 when the chain has a front, the audit record when
+    it has a store); the state is kept only to say what the verdict named.
+    """
+    from langchain_core.runnables import RunnableSequence  # noqa: PLC0415
+
+    from groundlock.contracts.state import Judged  # noqa: PLC0415
+
+    *judging, packaging = chain.steps
+    judge: RunnableSequence[Any, object] = RunnableSequence(*judging, name=chain.name)
+    state = judge.invoke(given, config)
+    response: PublicResponse = packaging.invoke(state, config)
+    return (state if isinstance(state, Judged) else None), response
+
+
+def source_of(entry: SelectedEvidence) -> str:
+    """What a reader is told an entry came from.
+
+    Its source reference, else its file and page, else its citation label, else its
+    knowledge id.
+    """
+    if entry.source_reference:
+        return entry.source_reference
+    if entry.source_file:
+        return entry.source_file + (f", p.{entry.page}" if entry.page is not None else "")
+    return entry.citation_label or entry.knowledge_id
+
+
+def cited_sources(
+    verdict: ValidationResult, entries: Sequence[SelectedEvidence], grammar: CitationGrammar
+) -> list[dict[str, str]]:
+    """Each cited id with the source(s) of the entries it names, in order of first use.
+
+    A page marker may name two chunks of one page: one id, their sources joined once each.
+    """
+    by_key = {entry.anchor: entry for entry in entries}
+    sources: dict[str, list[str]] = {}
+    for key in verdict.validated_citations:
+        entry = by_key.get(key)
+        if entry is None:
+            continue
+        found = sources.setdefault(grammar.public_anchor(entry), [])
+        if source_of(entry) not in found:
+            found.append(source_of(entry))
+    return [{"id": cited, "source": "; ".join(found)} for cited, found in sources.items()]
+
+
+def verdict_document(
+    verdict: ValidationResult, entries: Sequence[SelectedEvidence], grammar: CitationGrammar
+) -> dict[str, object]:
+    """The verdict's ``002`` fields as JSON-ready data (``validate --json``)."""
+    return {
+        "grounded": verdict.validation_status.value == "PASSED",
+        "cited_ids": list(verdict.cited_ids),
+        "cited_sources": cited_sources(verdict, entries, grammar),
+        "invalid_citations": list(verdict.invalid_citations),
+        "malformed_citations": list(verdict.malformed_citations),
+        "retrieved_ids": list(verdict.retrieved_ids),
+    }
+
+
+def verdict_lines(
+    verdict: ValidationResult,
+    entries: Sequence[SelectedEvidence],
+    grammar: CitationGrammar | None,
+    *,
+    reason: str | None,
+    show_malformed: bool,
+) -> list[str]:
+    """The human block: ``Grounded:``, citations and sources, what was wrong, retrieved ids.
+
+    ``grammar``: to list each cited id with its source (None: ``ask`` has listed them);
+    ``reason``: the reason line of a FAILED verdict as the command may show it (``ask``
+    shows only what its response may carry); ``show_malformed``: list malformed tokens as
+    written (``validate``, whose caller wrote them) or count them (``ask``).
+    """
+    status = verdict.generation_status.value
+    grounded = verdict.validation_status.value == "PASSED"
+    lines = [f"Grounded: {'yes' if grounded else 'no'} ({status})"]
+    if not grounded and reason:
+        lines.append(f"Reason: {reason}")
+    if grounded:
+        lines.append(f"Citations: {len(verdict.cited_ids)}")
+        if grammar is not None:
+            sources = cited_sources(verdict, entries, grammar)
+            lines += [f"  [{item['id']}] {item['source']}" for item in sources]
+    if verdict.invalid_citations:
+        lines.append(f"Invalid citations: {', '.join(verdict.invalid_citations)}")
+    if verdict.malformed_citations:
+        malformed = verdict.malformed_citations
+        shown = ", ".join(malformed) if show_malformed else f"{len(malformed)}"
+        lines.append(f"Malformed citations: {shown}")
+    retrieved = verdict.retrieved_ids
+    lines.append(f"Retrieved ids ({len(retrieved)}): {', '.join(retrieved) or '-'}")
+    return lines
+
+
+def entries_of(state: Judged | None) -> Sequence[SelectedEvidence]:
+    """The evidence the prompt held, or none."""
+    return state.bundle.selected_evidence if state is not None else ()
