@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableSequence
 
     from groundlock.contracts.response import PublicResponse
-    from groundlock.contracts.state import Judged
     from groundlock.policies import Policy
 
 __all__ = ["add_commands"]
@@ -262,41 +261,11 @@ def _ask(args: argparse.Namespace) -> int:
         response = chain.invoke(bundle)
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:
-        from groundlock.cli.verdict_view import answered  # noqa: PLC0415
+        from groundlock.cli.verdict_view import answered, print_response  # noqa: PLC0415
 
         state, response = answered(chain, bundle, {})
-        _print_response(response, state)
+        print_response(response, state)
     return _exit_code(response.status.value)
-
-
-def _print_response(response: PublicResponse, state: Judged | None = None) -> None:
-    """The answer and its numbered citations (or the failure), then the verdict's block."""
-    from groundlock.cli.verdict_view import entries_of, verdict_lines  # noqa: PLC0415
-
-    if response.status.value == "FAILED":
-        detail = f": {response.failure_message}" if response.failure_message else ""
-        reason = response.failure_reason.value if response.failure_reason else "-"
-        sys.stdout.write(f"FAILED {reason}{detail}\n")
-    else:
-        _print_answer(response)
-    if state is not None:
-        # The response's own status decides (an audit failure after R5 withdrew the answer).
-        lines = verdict_lines(
-            state.validation, entries_of(state), None, reason=None, show_malformed=False
-        )
-        sys.stdout.write("".join(line + "\n" for line in lines))
-
-
-def _print_answer(response: PublicResponse) -> None:
-    sys.stdout.write(response.answer + "\n")
-    for number, citation in enumerate(response.citations, start=1):
-        details = ", ".join(
-            part
-            for part in (citation.source_reference, citation.event_date, citation.equipment_id)
-            if part
-        )
-        sys.stdout.write(f"  {number}. [{citation.anchor}] {citation.knowledge_id}")
-        sys.stdout.write(f" ({details})\n" if details else "\n")
 
 
 def _ask_batch(args: argparse.Namespace) -> int:

@@ -599,8 +599,7 @@ def index_front(
 
 def _ask_index(args: argparse.Namespace) -> int:
     from groundlock.chains.grounded import grounded_answer_chain  # noqa: PLC0415
-    from groundlock.cli.chain import _print_response  # noqa: PLC0415
-    from groundlock.cli.verdict_view import answered  # noqa: PLC0415
+    from groundlock.cli.verdict_view import answered, print_response  # noqa: PLC0415
 
     if args.bundle is not None or args.batch is not None:
         raise UsageError("--index answers a question; it does not take --bundle or --batch")
@@ -626,7 +625,7 @@ def _ask_index(args: argparse.Namespace) -> int:
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
     else:
         state, response = answered(chain, args.question, config)
-        _print_response(response, state)
+        print_response(response, state)
     return 1 if response.status.value == "FAILED" else 0
 
 

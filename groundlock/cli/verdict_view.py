@@ -10,6 +10,7 @@ is never shown; its invalid citations are (markers naming nothing: what was wron
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "answered",
     "cited_sources",
     "entries_of",
+    "print_response",
     "source_of",
     "verdict_document",
     "verdict_lines",
@@ -136,3 +138,31 @@ def verdict_lines(
 def entries_of(state: Judged | None) -> Sequence[SelectedEvidence]:
     """The evidence the prompt held, or none."""
     return state.bundle.selected_evidence if state is not None else ()
+
+
+def print_response(response: PublicResponse, state: Judged | None = None) -> None:
+    """The answer and its numbered citations (or the failure), then the verdict's block."""
+    if response.status.value == "FAILED":
+        detail = f": {response.failure_message}" if response.failure_message else ""
+        reason = response.failure_reason.value if response.failure_reason else "-"
+        sys.stdout.write(f"FAILED {reason}{detail}\n")
+    else:
+        _print_answer(response)
+    if state is not None:
+        # (A request whose audit write failed after R5 has a FAILED verdict in its state too.)
+        lines = verdict_lines(
+            state.validation, entries_of(state), None, reason=None, show_malformed=False
+        )
+        sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def _print_answer(response: PublicResponse) -> None:
+    sys.stdout.write(response.answer + "\n")
+    for number, citation in enumerate(response.citations, start=1):
+        details = ", ".join(
+            part
+            for part in (citation.source_reference, citation.event_date, citation.equipment_id)
+            if part
+        )
+        sys.stdout.write(f"  {number}. [{citation.anchor}] {citation.knowledge_id}")
+        sys.stdout.write(f" ({details})\n" if details else "\n")

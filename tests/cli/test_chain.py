@@ -33,6 +33,12 @@ def test_ask_prints_the_answer_with_numbered_citations(capsys: pytest.CaptureFix
     assert code == 0
     assert "Case drain pressure must not exceed 3.5 bar at 1,800 rpm. [C1]" in out
     assert "  1. [C0] AMM-29-11-00 (Tug AMM 29-11-00, p. 14" in out
+    # then 002's block: the sample cites three of its four admitted entries
+    assert out.splitlines()[-3:] == [
+        "Grounded: yes (OK)",
+        "Citations: 3",
+        "Retrieved ids (4): C0, C1, C2, C3",
+    ]
 
 
 def test_ask_json_reads_stdin(
@@ -51,6 +57,7 @@ def test_ask_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = _run(capsys, "ask", "--bundle", _write(tmp_path, "bad.json", {"request_id": 1}))
     assert code == 1
     assert out.startswith("FAILED INPUT_SCHEMA_INVALID")
+    assert out.splitlines()[1:] == ["Grounded: no (FAILED)", "Retrieved ids (0): -"]
     assert _run(capsys, "ask", "--bundle", str(tmp_path / "missing.json"))[0] == 2
     assert _run(capsys, "ask", "--bundle", _write(tmp_path, "x.json", "{not json"))[0] == 2
     assert _run(capsys, "ask", "--model", "nosuchprovider:model", "--bundle",
