@@ -100,6 +100,11 @@ FEATURES: dict[str, str] = {
     "refuses, not about the whole answer",
     "regnal_numerals": "a capital I right after a capitalised word is a numeral (Elizabeth I, "
     "World War I), not the first person",
+    "outside_knowledge": "rule meta_commentary also rejects a sentence that claims knowledge "
+    "from outside its sources (outside.patterns, spec 002: 'Based on general knowledge, ...', "
+    "'... is commonly known as ...', 'Although the documents do not say so, ...'); a frame "
+    "passes as a quote of a cited entry, a claim of how a thing is commonly called or regarded "
+    "also where a cited entry itself says how it is called or regarded",
     "cited_file_names": "a file name an admitted row's marker names (source_file) is the "
     "evidence's own name, no link: a bare host name the linkifier finds in it, whole "
     "(crane-slew-bearing.md), is read as quoted; a path, query, fragment or scheme is a link",

@@ -227,6 +227,58 @@ def _reasoning_tag(ruleset: Ruleset) -> re.Pattern[str]:
     return re.compile(rf"<\s*/?\s*(?:{'|'.join(ruleset.entries('reasoning_tags'))})\s*>")
 
 
+def _outside_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], ...]:
+    """``outside_knowledge``'s frames, reputation forms and naming forms, compiled."""
+    return tuple(
+        tuple(re.compile(apostrophes(p)) for p in ruleset.entries("outside", section))
+        for section in ("frames", "reputation", "naming")
+    )
+
+
+def _outside_any(ruleset: Ruleset) -> re.Pattern[str]:
+    """One alternation of the frames and reputation forms: most sentences hold neither."""
+    return one_search(
+        apostrophes(p)
+        for section in ("frames", "reputation")
+        for p in ruleset.entries("outside", section)
+    )
+
+
+_QUOTED_NAME_RE = re.compile(r"\s*(?:the\s+|an?\s+)?[\"\u201c\u2018]([^\"\u201d\u2019]{2,80})[\"\u201d\u2019]")
+"""A name in quotation marks where a reputation form ends (``widely regarded as the "Father
+of the Green Revolution"``): the evidence's own name for the thing when a cited entry quotes it."""
+
+
+def _claims_outside_knowledge(s: SentenceReading, folded: str, ctx: Context) -> bool:
+    """``outside_knowledge``: a frame or reputation form the cited entries do not ground.
+
+    A frame (``Based on general knowledge, ...``, ``Although the documents do not say so,
+    ...``) passes only as a quote of a cited entry. A reputation form (``is commonly known
+    as``, ``is widely regarded as``) also passes where a cited entry itself reports how the
+    thing is called or regarded in any of the naming forms (``often called``, ``also known
+    as``), or quotes the name the sentence gives in quotation marks: models paraphrase
+    ``often called`` as ``widely regarded as``, and the evidence is then the source of the
+    claim, not the model's memory.
+    """
+    if not ctx.ruleset.compiled("outside.any", _outside_any).search(folded):
+        return False
+    frames, reputation, naming = ctx.ruleset.compiled("outside.patterns", _outside_patterns)
+    for pattern in frames:
+        found = pattern.search(folded)
+        if found and not cited_contain(s, found.group()):
+            return True
+    for pattern in reputation:
+        found = pattern.search(folded)
+        if found and not cited_contain(s, found.group()):
+            quoted = _QUOTED_NAME_RE.match(folded, found.end())
+            if quoted and cited_contain(s, quoted.group(1)):
+                continue
+            cited = [plain(e.sanitized_text) for e in s.cited]
+            if not any(name.search(text) for name in naming for text in cited):
+                return True
+    return False
+
+
 class MetaCommentary:
     """Talk about the sources, the instructions or the model itself, or a reasoning trace."""
 
@@ -258,3 +310,9 @@ class MetaCommentary:
                     message = f"{where}: talks about itself or its sources"
                     yield Finding(self.name, self.reason, message, s.number)
                     break
+            else:
+                if ctx.ruleset.has("outside_knowledge") and _claims_outside_knowledge(
+                    s, folded, ctx
+                ):
+                    message = f"{where}: claims knowledge from outside the cited sources"
+                    yield Finding(self.name, self.reason, message, s.number)
