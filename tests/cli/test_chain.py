@@ -190,6 +190,12 @@ PRESET_MARKERS = {
         "[Source: Tug AMM 29-11-00.pdf, p.14]",
         "Source: Tug AMM 29-11-00.pdf, p.14",
     ),
+    "SEMANTIC_ID_POLICY_V2": ("[AMM_29_11_00_0]", "AMM_29_11_00_0"),
+    "CIT_LABEL_POLICY_V2": ("[CIT-01]", "CIT-01"),
+    "SOURCE_PAGE_POLICY_V3": (
+        "[Source: Tug AMM 29-11-00.pdf, p.14]",
+        "Source: Tug AMM 29-11-00.pdf, p.14",
+    ),
 }
 
 

@@ -121,9 +121,10 @@ def test_a_policy_without_a_twin_is_refused_with_the_lexical_choices(
     assert code == 2
     assert err.endswith(
         "Omit --policy (or pass --policy LEXICAL_POLICY_V1) to use the lexical calibration, or "
-        "pass a preset's lexical twin (CIT_LABEL_POLICY_V1_LEXICAL, R2_POLICY_V3_LEXICAL, "
-        "SEMANTIC_ID_POLICY_V1_LEXICAL, SOURCE_PAGE_POLICY_V1_LEXICAL, "
-        "SOURCE_PAGE_POLICY_V2_LEXICAL)\n"
+        "pass a preset's lexical twin (CIT_LABEL_POLICY_V1_LEXICAL, CIT_LABEL_POLICY_V2_LEXICAL, "
+        "R2_POLICY_V3_LEXICAL, R2_POLICY_V4_LEXICAL, SEMANTIC_ID_POLICY_V1_LEXICAL, "
+        "SEMANTIC_ID_POLICY_V2_LEXICAL, SOURCE_PAGE_POLICY_V1_LEXICAL, "
+        "SOURCE_PAGE_POLICY_V2_LEXICAL, SOURCE_PAGE_POLICY_V3_LEXICAL)\n"
     )
 
 

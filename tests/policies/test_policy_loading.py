@@ -40,6 +40,8 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
     assert available_policies() == [
         "CIT_LABEL_POLICY_V1",
         "CIT_LABEL_POLICY_V1_LEXICAL",
+        "CIT_LABEL_POLICY_V2",
+        "CIT_LABEL_POLICY_V2_LEXICAL",
         "LEXICAL_POLICY_V1",
         "R2_POLICY_V1",
         "R2_POLICY_V2",
@@ -48,12 +50,20 @@ def test_r2_policy_v1_holds_the_values_frozen_in_spec_001_and_000():
         "R2_POLICY_V3_JUDGED",
         "R2_POLICY_V3_LEXICAL",
         "R2_POLICY_V3_STRICT",
+        "R2_POLICY_V4",
+        "R2_POLICY_V4_JUDGED",
+        "R2_POLICY_V4_LEXICAL",
+        "R2_POLICY_V4_STRICT",
         "SEMANTIC_ID_POLICY_V1",
         "SEMANTIC_ID_POLICY_V1_LEXICAL",
+        "SEMANTIC_ID_POLICY_V2",
+        "SEMANTIC_ID_POLICY_V2_LEXICAL",
         "SOURCE_PAGE_POLICY_V1",
         "SOURCE_PAGE_POLICY_V1_LEXICAL",
         "SOURCE_PAGE_POLICY_V2",
         "SOURCE_PAGE_POLICY_V2_LEXICAL",
+        "SOURCE_PAGE_POLICY_V3",
+        "SOURCE_PAGE_POLICY_V3_LEXICAL",
     ]
 
 

@@ -225,3 +225,21 @@ def test_the_new_version_differs_from_its_predecessor_only_in_its_ruleset(
     assert new.ruleset.rules == old.ruleset.rules
     assert dict(new.ruleset.modes) == dict(old.ruleset.modes)
     assert new.grammar is old.grammar
+
+
+FROM_MID_SENTENCE = "The court interpreters' test of 40 questions is drawn from general knowledge. {3}"
+
+
+@pytest.mark.parametrize("policy", CURRENT)
+def test_a_knowledge_frame_opened_by_from_counts_only_where_a_clause_begins(policy: str):
+    """``outside_knowledge`` reads "from general knowledge" mid-clause as a fact.
+
+    ``firewall_v4`` keeps ``firewall_v3``'s own source frames unchanged, and those read
+    "from general knowledge" anywhere: under ``R2_POLICY_V4`` the sentence still fails, as
+    under ``R2_POLICY_V3``.
+    """
+    verdict = validate_text(_answer(policy, FROM_MID_SENTENCE), _bundle(), policy)
+    expected = ValidationStatus.FAILED if policy == "R2_POLICY_V4" else ValidationStatus.PASSED
+    assert verdict.validation_status is expected
+    v3 = validate_text(_answer("R2_POLICY_V3", FROM_MID_SENTENCE), _bundle(), "R2_POLICY_V3")
+    assert v3.failure_reason is ReasonCode.META_COMMENTARY

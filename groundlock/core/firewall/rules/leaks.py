@@ -227,19 +227,30 @@ def _reasoning_tag(ruleset: Ruleset) -> re.Pattern[str]:
     return re.compile(rf"<\s*/?\s*(?:{'|'.join(ruleset.entries('reasoning_tags'))})\s*>")
 
 
+_OUTSIDE_SECTIONS = ("frames", "clause_frames", "reputation", "naming")
+_CLAUSE_START_RE = re.compile(r"(?:^|[,;:(\u2014\u2013]|\b(?:and|but|so|yet))[\s*_]*$")
+"""What may stand before a ``clause_frames`` match: nothing, or a clause's punctuation or
+conjunction (and the emphasis marks a model may open with)."""
+
+
 def _outside_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], ...]:
-    """``outside_knowledge``'s frames, reputation forms and naming forms, compiled."""
+    """``outside_knowledge``'s frames, clause frames, reputation and naming forms, compiled."""
     return tuple(
         tuple(re.compile(apostrophes(p)) for p in ruleset.entries("outside", section))
-        for section in ("frames", "reputation", "naming")
+        for section in _OUTSIDE_SECTIONS
     )
 
 
 def _outside_any(ruleset: Ruleset) -> re.Pattern[str]:
-    """One alternation of the frames and reputation forms: most sentences hold neither."""
+    """One alternation of the forms read in the answer: most sentences hold none.
+
+    Every form opens with ``\\b``, so the alternation is tried only where a word starts
+    (:func:`~groundlock.core.firewall.lexicon.one_search`); a clause frame's start is
+    checked apart, on a match.
+    """
     return one_search(
         apostrophes(p)
-        for section in ("frames", "reputation")
+        for section in _OUTSIDE_SECTIONS[:3]
         for p in ruleset.entries("outside", section)
     )
 
@@ -262,11 +273,19 @@ def _claims_outside_knowledge(s: SentenceReading, folded: str, ctx: Context) -> 
     """
     if not ctx.ruleset.compiled("outside.any", _outside_any).search(folded):
         return False
-    frames, reputation, naming = ctx.ruleset.compiled("outside.patterns", _outside_patterns)
+    frames, clause_frames, reputation, naming = ctx.ruleset.compiled(
+        "outside.patterns", _outside_patterns
+    )
     for pattern in frames:
         found = pattern.search(folded)
         if found and not cited_contain(s, found.group()):
             return True
+    for pattern in clause_frames:
+        for found in pattern.finditer(folded):
+            if _CLAUSE_START_RE.search(folded, 0, found.start()) and not cited_contain(
+                s, found.group()
+            ):
+                return True
     for pattern in reputation:
         found = pattern.search(folded)
         if found and not cited_contain(s, found.group()):
