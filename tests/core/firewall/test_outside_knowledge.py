@@ -45,8 +45,8 @@ NAMES = (
 INTERPRETERS = (
     "The general knowledge test for court interpreters has 40 questions. It is common knowledge "
     "among practitioners that first offenders rarely receive the maximum term. Interpreters "
-    "may not work outside the court building. Interpreters call their oath \"the promise of "
-    "fidelity\"."
+    'may not work outside the court building. Interpreters call their oath "the promise of '
+    'fidelity".'
 )
 ROWS = [
     # (semantic id, file, page, text)
@@ -85,8 +85,8 @@ SEVEN = "fraudulent inducement is punishable by imprisonment for up to seven yea
 WRONG = [
     # (answer with {0}.. for the markers of rows 0.., the sentence that says it)
     (f"Based on general knowledge, {SEVEN}. {{0}}", 1),
-    (f"Fraudulent inducement is commonly known as cheating and is punishable by imprisonment "
-     f"for up to seven years. {{0}}", 1),
+    ("Fraudulent inducement is commonly known as cheating and is punishable by imprisonment "
+     "for up to seven years. {0}", 1),
     (f"From general knowledge, {SEVEN}. {{0}}", 1),
     (f"Generally speaking, it is well known that {SEVEN}. {{0}}", 1),
     (f"Fraudulent inducement is popularly called cheating, and {SEVEN}. {{0}}", 1),
@@ -96,8 +96,8 @@ WRONG = [
     (f"Fraudulent inducement is widely regarded as a serious offence, and {SEVEN}. {{0}}", 1),
     ("Drawing on background knowledge, a prosecution for fraudulent inducement must be "
      "commenced within six years. {1}", 1),
-    (f"Fraudulent inducement, better known as cheating, is punishable by imprisonment for up "
-     f"to seven years. {{0}}", 1),
+    ("Fraudulent inducement, better known as cheating, is punishable by imprisonment for up "
+     "to seven years. {0}", 1),
     (f"The court may also impose a fine. {{0}} Also, according to common understanding, {SEVEN}. "
      f"{{0}}", 2),
     (f"As everyone knows, {SEVEN}. {{0}}", 1),
@@ -111,8 +111,8 @@ WRONG = [
      "within six years. {1}", 1),
     (f"The common name for fraudulent inducement is cheating, and {SEVEN}. {{0}}", 1),
     (f"It is generally accepted that {SEVEN}. {{0}}", 1),
-    (f"Fraudulent inducement is punishable by imprisonment for up to seven years, from general "
-     f"knowledge. {{0}}", 1),
+    ("Fraudulent inducement is punishable by imprisonment for up to seven years, from general "
+     "knowledge. {0}", 1),
     (f"Though the sources do not state it, {SEVEN}. {{0}}", 1),
     (f"Fraudulent inducement is often dubbed cheating, and {SEVEN}. {{0}}", 1),
     (f"It is widely known that {SEVEN}. {{0}}", 1),
@@ -126,8 +126,8 @@ WRONG = [
     (f"Independent of the retrieved passages, {SEVEN}. {{0}}", 1),
     (f"It is a well-known fact that {SEVEN}. {{0}}", 1),
     (f"According to popular belief, {SEVEN}. {{0}}", 1),
-    (f"Fraudulent inducement, known popularly as cheating, is punishable by imprisonment for "
-     f"up to seven years. {{0}}", 1),
+    ("Fraudulent inducement, known popularly as cheating, is punishable by imprisonment for "
+     "up to seven years. {0}", 1),
     # A quoted name the cited entry does not give.
     ("The interpreter's oath is widely known as \"the solemn pledge\". {3}", 1),
 ]  # fmt: skip
@@ -151,7 +151,7 @@ RIGHT = [
     "Candidates with general knowledge of the rules take a test of 40 questions. {3}",
     "Fraudulent inducement is commonly called cheating. {2}",
     # A name in quotation marks that the cited entry quotes: the evidence's own name.
-    "The interpreter's oath is widely known as \"the promise of fidelity\". {3}",
+    'The interpreter\'s oath is widely known as "the promise of fidelity". {3}',
     "While a person who deceives another commits fraudulent inducement, a prosecution must be "
     "commenced within six years. {0}{1}",
     "A person who deceives another and thereby dishonestly induces that person to deliver "
@@ -221,13 +221,16 @@ def test_the_new_version_differs_from_its_predecessor_only_in_its_ruleset(
     old, new = load_policy(earlier), load_policy(current)
     own = {"policy_version", "description", "firewall_ruleset"}
     assert old.model_dump(exclude=own) == new.model_dump(exclude=own)
-    assert new.ruleset.has("outside_knowledge") and not old.ruleset.has("outside_knowledge")
+    assert new.ruleset.has("outside_knowledge")
+    assert not old.ruleset.has("outside_knowledge")
     assert new.ruleset.rules == old.ruleset.rules
     assert dict(new.ruleset.modes) == dict(old.ruleset.modes)
     assert new.grammar is old.grammar
 
 
-FROM_MID_SENTENCE = "The court interpreters' test of 40 questions is drawn from general knowledge. {3}"
+FROM_MID_SENTENCE = (
+    "The court interpreters' test of 40 questions is drawn from general knowledge. {3}"
+)
 
 
 @pytest.mark.parametrize("policy", CURRENT)

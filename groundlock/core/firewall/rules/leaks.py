@@ -242,9 +242,9 @@ def _outside_patterns(ruleset: Ruleset) -> tuple[tuple[re.Pattern[str], ...], ..
 
 
 def _outside_any(ruleset: Ruleset) -> re.Pattern[str]:
-    """One alternation of the forms read in the answer: most sentences hold none.
+    r"""One alternation of the forms read in the answer: most sentences hold none.
 
-    Every form opens with ``\\b``, so the alternation is tried only where a word starts
+    Every form opens with ``\b``, so the alternation is tried only where a word starts
     (:func:`~groundlock.core.firewall.lexicon.one_search`); a clause frame's start is
     checked apart, on a match.
     """
@@ -255,9 +255,12 @@ def _outside_any(ruleset: Ruleset) -> re.Pattern[str]:
     )
 
 
-_QUOTED_NAME_RE = re.compile(r"\s*(?:the\s+|an?\s+)?[\"\u201c\u2018]([^\"\u201d\u2019]{2,80})[\"\u201d\u2019]")
+_QUOTED_NAME_RE = re.compile(
+    r"\s*(?:the\s+|an?\s+)?[\"\u201c\u2018]([^\"\u201d\u2019]{2,80})[\"\u201d\u2019]"
+)
 """A name in quotation marks where a reputation form ends (``widely regarded as the "Father
-of the Green Revolution"``): the evidence's own name for the thing when a cited entry quotes it."""
+of the Green Revolution"``): the evidence's own name for the thing when a cited entry quotes
+it."""
 
 
 def _claims_outside_knowledge(s: SentenceReading, folded: str, ctx: Context) -> bool:
