@@ -594,6 +594,12 @@ def index_front(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     policy = policy_for(policy_name, store.embedding_model or "unknown")
+    missing = store.missing_tags(access) if access is not None and store.filters_access else []
+    if missing:
+        raise UsageError(
+            f"--access restricts {missing[0]!r}, which no row of the index carries: every "
+            "row would be denied (tag the documents, or fix the name in the access policy)"
+        )
     return RetrievalFront.over_index(store, top_k=top_k, access=access), policy
 
 

@@ -132,8 +132,12 @@ PDF_FILE_RATIO = 8
 by default. pypdf reads a whole file into memory before it gives the first page's text, so
 the file is bounded, by its size on disk, before it is read: fonts and images make a PDF
 larger than its text, but a file far larger is more likely a scan or a mistake."""
-ROWS_VERSION = 2
+ROWS_VERSION = 3
 """What a chunk's row holds; part of every document's hash (see :func:`chunk_document`).
+
+3: the embeddings table carries the access tags as columns, so that a search filters on
+them in the scan (:mod:`groundlock.lakehouse.tag_columns`); an index written before is
+rewritten whole by its next run, never left with tag columns on some rows only.
 
 2: an unpaged document is page 1, and a chunk without a front-matter ``semantic_id`` or
 ``citation_label`` gets one made from its document (version 1 left them empty, so the

@@ -1,7 +1,8 @@
 """Writing the index: chunks and their embeddings as two Delta tables under one root.
 
 ``<root>/chunks`` holds each chunk's text and citation metadata, ``<root>/embeddings`` its
-vector with the columns retrieval filters on. Three properties shape the write path:
+vector with the columns retrieval filters on, the access tags among them (one column set per
+tag: :mod:`groundlock.lakehouse.tag_columns`). Three properties shape the write path:
 
 * **Idempotent by content hash.** A document whose hash (bytes plus chunking settings) the
   embeddings table already records is neither re-chunked nor re-embedded, and a run that
@@ -58,6 +59,7 @@ from groundlock.lakehouse.chunking import (
     read_document,
 )
 from groundlock.lakehouse.embeddings import LEXICAL_EMBEDDING_PREFIX, LexicalEmbeddings
+from groundlock.lakehouse.tag_columns import quote, tag_arrays
 from groundlock.lakehouse.token_chunking import (
     CharChunking,
     Chunking,
@@ -180,11 +182,6 @@ def embedding_name(embedding: Embeddings) -> str:
     return type(embedding).__name__
 
 
-def quote(value: str) -> str:
-    """A SQL string literal (delta-rs predicates and DataFusion queries)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
 def read_rows(table: DeltaTable, sql: str, label: str = "the index") -> list[dict[str, Any]]:
     """Rows of a query over ``table`` (registered as ``t``), through delta-rs's engine.
 
@@ -252,6 +249,8 @@ def _embedding_table(
         "index_status": Array([INDEXED] * rows, _STRING),
         "index_version": Array([index_version] * rows, _STRING),
     }
+    # The access tags as columns, so that a search filters on them in the scan.
+    columns |= tag_arrays([c.access_tags for c in chunks])
     return Table.from_arrays(list(columns.values()), names=list(columns))
 
 
@@ -277,8 +276,14 @@ def _write(  # noqa: PLR0917  (private; every call site passes all seven in one 
     elif data is None or not data.num_rows:
         table.delete(predicate, commit_properties=commit)
     else:
+        # "merge": a tag no row had before adds its columns (NULL in the rows already there).
         write_deltalake(
-            table, data, mode="overwrite", predicate=predicate, commit_properties=commit
+            table,
+            data,
+            mode="overwrite",
+            predicate=predicate,
+            schema_mode="merge",
+            commit_properties=commit,
         )
 
 

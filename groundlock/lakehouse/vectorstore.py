@@ -5,7 +5,10 @@ rows an auditor re-running the query would find. The scan streams the embeddings
 record batches through delta-rs's query engine and keeps a running top-k, so memory is
 bounded by one batch plus k rows whatever the table's size; filters become the scan's
 ``WHERE`` clause, so delta-rs skips files (by their column statistics) and rows before any
-vector is read. Only the top-k chunks' rows are then read from the chunks table.
+vector is read. Only the top-k chunks' rows are then read from the chunks table. An
+:class:`~groundlock.lakehouse.tag_columns.AccessScan` (``access=``, which the retrieval
+front passes) becomes part of that ``WHERE`` too, on the index's access-tag columns: a
+denied row is never read, and the top-k are the principal's own.
 
 Documents come back with the chunk's columns as metadata, its access tags spread into
 top-level keys (what :class:`~groundlock.AccessPolicy` checks) and ``knowledge_type``
@@ -32,9 +35,15 @@ from groundlock.lakehouse.indexer import (
     EMBEDDINGS,
     FILTER_COLUMNS,
     INDEX_VERSION_KEY,
-    quote,
     read_rows,
     table_label,
+)
+from groundlock.lakehouse.tag_columns import (
+    TAGS_MARKER,
+    AccessScan,
+    access_condition,
+    missing_tags,
+    quote,
 )
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import TrailDamaged, check_files, query_batches
@@ -43,6 +52,8 @@ if TYPE_CHECKING:
     from arro3.core import RecordBatch
     from deltalake import DeltaTable
     from langchain_core.embeddings import Embeddings
+
+    from groundlock.core.access import AccessPolicy
 
 __all__ = ["DeltaVectorStore", "access_tags"]
 
@@ -59,6 +70,10 @@ class DeltaVectorStore(VectorStore):
 
     ``filter`` (of every search) maps columns of :data:`FILTER_COLUMNS` to a value or a
     list of values (``{"knowledge_type": ["MANUAL", "NOTICE"], "equipment_id": "T7"}``).
+    ``access`` (an :class:`~groundlock.lakehouse.tag_columns.AccessScan`) restricts the
+    scan to the rows its principal may see, on an index that has its access tags as
+    columns (:attr:`filters_access`); an index written before them refuses it (the caller
+    checks the rows after the search instead, as the retrieval front does).
 
     A damaged index raises :class:`~groundlock.stores.readers.TrailDamaged` in one line
     naming the table and the data file (never a path): a file gone from a local index when
@@ -147,6 +162,24 @@ class DeltaVectorStore(VectorStore):
         """The (chunks, embeddings) Delta versions this store reads."""
         return self._chunks.version(), self._vectors.version()
 
+    @property
+    def vector_columns(self) -> frozenset[str]:
+        """The embeddings table's columns, at this store's version."""
+        return frozenset(field.name for field in self._vectors.schema().fields)
+
+    @property
+    def filters_access(self) -> bool:
+        """Whether the index has its access tags as columns, to filter on in the scan.
+
+        An index written before they existed has none: access can only be checked after
+        the search. The next ``groundlock index`` run rewrites it with them.
+        """
+        return TAGS_MARKER in self.vector_columns
+
+    def missing_tags(self, policy: AccessPolicy) -> list[str]:
+        """The access policy's tags that no row of this index carries (every row denied)."""
+        return missing_tags(policy, self.vector_columns)
+
     def chunk_rows(self, sql: str) -> list[dict[str, Any]]:
         """Rows of ``sql`` over the chunks table (registered as ``t``), at this store's version.
 
@@ -182,11 +215,33 @@ class DeltaVectorStore(VectorStore):
                 raise TypeError(f"filter {column!r}: a string or a list of strings")
         return " AND ".join(conditions)
 
+    def scan_sql(
+        self, filter: Mapping[str, Any] | None = None, access: AccessScan | None = None
+    ) -> str:
+        """The query :meth:`top_k` runs over the embeddings table (registered as ``t``).
+
+        Raises:
+            ValueError: ``access`` on an index without access-tag columns.
+        """
+        conditions = [self.where(filter)]
+        if access is not None:
+            columns = self.vector_columns
+            if TAGS_MARKER not in columns:
+                raise ValueError(
+                    "this index has no access-tag columns (written before they existed): "
+                    "check access after the search, or re-index it"
+                )
+            conditions.append(access_condition(access, columns))
+        condition = " AND ".join(f"({c})" for c in conditions if c)
+        sql = "SELECT chunk_id, content_sha256, embedding FROM t"
+        return f"{sql} WHERE {condition}" if condition else sql
+
     def top_k(
         self,
         vector: Sequence[float],
         k: int,
         filter: Mapping[str, Any] | None = None,
+        access: AccessScan | None = None,
     ) -> list[tuple[str, str, float]]:
         """(chunk_id, content_sha256, cosine) of the ``k`` best rows, best first.
 
@@ -199,10 +254,7 @@ class DeltaVectorStore(VectorStore):
         query = np.asarray(vector, dtype=np.float64)
         query32 = query.astype(np.float32)
         query_norm = float(np.linalg.norm(query))
-        condition = self.where(filter)
-        sql = "SELECT chunk_id, content_sha256, embedding FROM t"
-        if condition:
-            sql += f" WHERE {condition}"
+        sql = self.scan_sql(filter, access)
         best_scores = np.empty(0, dtype=np.float64)
         best_ids: list[tuple[str, str]] = []
         for batch in query_batches(self._vectors, sql, table_label(EMBEDDINGS)):
@@ -236,9 +288,10 @@ class DeltaVectorStore(VectorStore):
         embedding: Sequence[float],
         k: int = 4,
         filter: Mapping[str, Any] | None = None,
+        access: AccessScan | None = None,
     ) -> list[tuple[Document, float]]:
         """The ``k`` chunks nearest ``embedding`` by cosine, with their cosines."""
-        hits = self.top_k(embedding, k, filter)
+        hits = self.top_k(embedding, k, filter, access)
         if not hits:
             return []
         listed = ", ".join(quote(chunk_id) for chunk_id, _, _ in hits)
@@ -264,11 +317,12 @@ class DeltaVectorStore(VectorStore):
         query: str,
         k: int = 4,
         filter: Mapping[str, Any] | None = None,
+        access: AccessScan | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
         """The ``k`` chunks nearest the question by cosine (raw cosines, in [-1, 1])."""
         return self.similarity_search_by_vector_with_score(
-            self.embedding.embed_query(query), k, filter
+            self.embedding.embed_query(query), k, filter, access
         )
 
     @override
@@ -282,7 +336,7 @@ class DeltaVectorStore(VectorStore):
         return [
             doc
             for doc, _ in self.similarity_search_by_vector_with_score(
-                embedding, k, kwargs.get("filter")
+                embedding, k, kwargs.get("filter"), kwargs.get("access")
             )
         ]
 

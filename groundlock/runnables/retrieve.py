@@ -53,6 +53,7 @@ from groundlock.core.access import (
 )
 from groundlock.core.intake import Rejection, read_bundle, salvage_identity
 from groundlock.core.prompt_build import checked_question
+from groundlock.lakehouse.tag_columns import AccessScan
 from groundlock.lakehouse.vectorstore import DeltaVectorStore
 from groundlock.runnables._stage import PolicyStage
 from groundlock.stores.readers import TrailDamaged
@@ -94,7 +95,13 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     looked up in ``access.roles``. A request with neither fails ``PRINCIPAL_UNRESOLVED``
     before the store is asked. The store is asked for ``fetch_k`` rows (four times ``top_k``
     by default when access is controlled, so that denied rows do not starve the answer); the
-    first ``top_k`` admitted rows are ranked 0, 1, ... in the store's order.
+    first ``top_k`` admitted rows are ranked 0, 1, ... in the store's order. A
+    :class:`~groundlock.DeltaVectorStore` whose index has its access tags as columns is
+    searched with the principal's :class:`~groundlock.lakehouse.tag_columns.AccessScan`
+    instead: the scan reads only rows the principal may see, so ``top_k`` rows are asked for
+    (``fetch_k`` if set), and the front still checks every row it gets back. Building such a
+    front with an access policy whose tag no row of the index carries is refused (every row
+    would be denied: a misnamed tag, most likely).
 
     A retriever's search runs without a run of its own: its run would hand every document
     it found, denied ones included, to callbacks, tracers and ``astream_events``. Given to
@@ -133,6 +140,14 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     """Metadata key of the score, for a retriever that is not a vector store's."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for the vector store's search (a store-native ``filter``)."""
+    scan_access: bool = True
+    """Filter access in a Delta index's scan (when its tags are columns), not after it.
+
+    ``False`` keeps the check after an over-fetch: the same rows whenever the fetch holds
+    ``top_k`` admitted ones, and an ``access_denied_count`` of the denied rows among those
+    fetched. Filtered in the scan, a denied row is never read, so the count is only what
+    the front itself withheld (0 unless the scan and the front disagree).
+    """
     search_filter: Callable[[Principal], Mapping[str, Any]] | None = None
     """Per-principal search arguments, to push access filtering into the store as well.
 
@@ -145,6 +160,7 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
     _base_kwargs: dict[str, Any] = PrivateAttr(default_factory=dict)
     _relevance: Callable[[float], float] | None = PrivateAttr(default=None)
     _strategy: str = PrivateAttr(default="")
+    _scans_access: bool = PrivateAttr(default=False)
 
     @classmethod
     def over_index(
@@ -209,14 +225,38 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
                     ) from None
         else:
             self._strategy = f"retriever:{type(source).__name__}"
+        self._scans_access = self._access_in_scan()
         return self
+
+    def _access_in_scan(self) -> bool:
+        """Whether access is pushed into the store's scan (a Delta index with tag columns)."""
+        store = self._store
+        if not self.scan_access or self.access is None:
+            return False
+        if not isinstance(store, DeltaVectorStore):
+            return False
+        if not store.filters_access:
+            logger.warning(
+                "the index at %s has no access-tag columns (written before they existed): "
+                "access is checked after the search; re-index it to filter in the scan",
+                store.uri,
+            )
+            return False
+        missing = store.missing_tags(self.access)
+        if missing:
+            raise ValueError(
+                f"the access policy restricts {missing[0]!r}, which no row of the index "
+                "carries: every row would be denied (tag the documents, or fix the name)"
+            )
+        return True
 
     @property
     def rows_to_fetch(self) -> int:
         """How many rows each search asks the store for."""
         if self.fetch_k is not None:
             return max(self.fetch_k, self.top_k)
-        return self.top_k * (4 if self.access is not None else 1)
+        checked_after = self.access is not None and not self._scans_access
+        return self.top_k * (4 if checked_after else 1)
 
     # -- the stage ------------------------------------------------------------------------
 
@@ -285,6 +325,8 @@ class RetrievalFront(PolicyStage[str | Mapping[str, Any], RetrievalBundle | Reje
                     "combine both restrictions in search_filter"
                 )
             kwargs |= pushed
+        if self._scans_access and "access" not in kwargs:
+            kwargs["access"] = AccessScan(self.access, principal)
         return request, admits, kwargs
 
     def _request(self, stage_input: object) -> dict[str, Any] | Rejection:
