@@ -7,7 +7,9 @@ HTTP; ``groundlock records`` lists, filters and
 shows audit rows, and compacts and vacuums the tables; ``groundlock feedback`` records a
 reader's rating; ``groundlock report`` writes the auditors' HTML report. The store is
 ``--store URI`` or ``$GROUNDLOCK_STORE``; object-store credentials come from the
-environment, where delta-rs looks for them.
+environment, where delta-rs looks for them. ``--index``, ``--store`` and ``--archive`` also
+take a table name of the catalog ``$GROUNDLOCK_CATALOG`` names (``semantic.gold_chunks``;
+:mod:`groundlock.stores.catalog`).
 
 Exit codes (``002``'s convention): 0 done (a list that matches nothing included), 1 the
 operation failed or ``show``/``feedback`` found no record of the request, 2 a usage error.
@@ -45,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from groundlock.stores.sink import AuditUnavailable  # noqa: PLC0415
 
     try:
+        _resolve_table_names(args)
         return int(args.handler(args))
     except BrokenPipeError:
         # The reader went away (``records list | head``): what it wanted it has. Quietly,
@@ -61,6 +64,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001  (no traceback for the operator; the kind only)
         sys.stderr.write(f"groundlock: failed ({type(exc).__name__})\n")
         return 1
+
+
+_LOCATION_OPTIONS = ("index", "store", "archive")
+"""The options naming a table's location, which take a catalog's table names too."""
+
+
+def _resolve_table_names(args: argparse.Namespace) -> None:
+    """Replace a table name given for a location by its catalog's location (exit 2 if none).
+
+    See :mod:`groundlock.stores.catalog` (``$GROUNDLOCK_CATALOG``).
+    """
+    from groundlock.stores.catalog import resolve_location  # noqa: PLC0415
+
+    for option in _LOCATION_OPTIONS:
+        value = getattr(args, option, None)
+        if isinstance(value, str):
+            try:
+                setattr(args, option, resolve_location(value, f"--{option}"))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
