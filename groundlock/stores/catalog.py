@@ -40,11 +40,11 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
 
 
 class TableCatalog:
-    """The names of a catalog file and the locations they stand for (checked on load).
+    r"""The names of a catalog file and the locations they stand for (checked on load).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "c.toml").write_text('[tables]\\nsemantic.gold_chunks = "s3://lake/gold"\\n')
+    >>> _ = (folder / "c.toml").write_text('[tables]\nsemantic.gold_chunks = "s3://lake/gold"\n')
     >>> TableCatalog.load(folder / "c.toml").location("semantic.gold_chunks")
     's3://lake/gold'
     """
@@ -70,7 +70,8 @@ class TableCatalog:
             raise ValueError(f"catalog {where}: not TOML ({exc})") from None
         tables = data.get("tables")
         if not isinstance(tables, dict):
-            raise ValueError(f"catalog {where}: no [tables] section mapping names to locations")
+            # (a ValueError, as every other fault of the file: the shell's usage error)
+            raise ValueError(f"catalog {where}: no [tables] section mapping names to locations")  # noqa: TRY004
         flat: dict[str, str] = {}
         for name, value in _flatten(tables, ""):
             if not _NAME.fullmatch(name):
