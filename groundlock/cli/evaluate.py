@@ -7,11 +7,13 @@ prints the run's summary. Without a store it scores and prints, and writes nothi
 set is JSON Lines, one item a line: its ``id``, a ``question``, the ``gold_answer``, the
 ``expected_citations`` (the chunk ids a correct answer cites, as ``groundlock index --list``
 shows them) and whether it is ``answerable``. Each answer is scored on citation precision
-and recall, whether it was refused when it should have been, and a pass.
+and recall, whether it was refused when it should have been, a pass, its relevance to the
+gold answer (token F1, ROUGE-L) and its compliance.
 
 ``groundlock eval review RUN_ID ITEM_ID --status approved|rejected --reviewer NAME`` records
 a human review of one item; ``groundlock eval compare RUN_A RUN_B`` prints the two runs'
-summaries side by side and the items whose outcome changed (``--html`` writes the same as
+summaries side by side, the difference of their mean scores and the items whose outcome
+or scores changed (``--html`` writes the same as
 an HTML section, for a report).
 
 One ``eval`` command with a first word rather than three commands: ``eval DATASET`` is the
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 _VERBS = ("review", "compare")
+_PAIR = 2
+"""Summaries ``compare`` sets a difference line under: one per run."""
 
 
 def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -201,8 +205,10 @@ def _compare(args: argparse.Namespace, words: list[str]) -> int:
     from groundlock.lakehouse.evaluation import (  # noqa: PLC0415
         compare,
         comparison_html,
+        format_difference,
         format_summary,
         read_eval_rows,
+        score_difference,
         summary_json,
     )
 
@@ -225,11 +231,17 @@ def _compare(args: argparse.Namespace, words: list[str]) -> int:
         sys.stderr.write(f"groundlock: comparison of {words[0]} and {words[1]} written to "
                          f"{args.html}\n")  # fmt: skip
     if args.json:
-        document = {"runs": json.loads(summary_json(summaries)), "changed": _changed(changes)}
+        document = {
+            "runs": json.loads(summary_json(summaries)),
+            "difference": score_difference(*summaries) if len(summaries) == _PAIR else None,
+            "changed": _changed(changes),
+        }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         sys.stderr.write("".join(f"groundlock: {line}" for line in flagged))
         return 0
     sys.stdout.write(format_summary(summaries) + "\n")
+    if len(summaries) == _PAIR:  # (a run under two policies has a summary per policy)
+        sys.stdout.write(format_difference(*summaries) + "\n")
     if changes:
         sys.stdout.write("items that changed:\n" + "".join(f"  {c}\n" for c in changes))
     else:

@@ -16,15 +16,19 @@ runs is the policy's, the model's or the index's, never the scorer's:
 - ``passed``: refusal correct and, for an answered item with expected citations, every
   expected chunk cited (recall 1.0). A strict bar, so a pass rate is comparable;
 - the firewall's verdict (``PASSED``/``FAILED``) and its first enforced reason, and the
-  mean support coverage of the answer's sentences (R5's grounding metrics).
+  mean support coverage of the answer's sentences (R5's grounding metrics);
+- ``003``'s relevance and compliance: ``relevance_f1`` and ``relevance_rouge_l`` (token F1
+  and ROUGE-L of the answer's content words against the gold answer's) and
+  ``compliance_score`` (from the verdict and the cited chunks' sources), defined in
+  :mod:`~groundlock.lakehouse.eval_scores` and named by ``scoring_version``.
 
 Expected citations are **chunk ids** (``<document>#<paragraph>``, as
 :func:`~groundlock.lakehouse.index_documents` assigns them), not knowledge ids: a document
 holds several chunks, and a citation of the wrong paragraph of the right document is the
-error the precision should show. The gold answer is kept for the reviewer, not scored: a
-string match on free text would be neither deterministic in meaning nor fair to a model
-that words it differently. A human review (``review_status``, ``reviewer``,
-``reviewed_at``; null until :func:`set_review`) is the judgement of the answer's content.
+error the precision should show. The gold answer is scored by word overlap only, which
+is deterministic but blind to paraphrase: a model that words a right answer differently
+scores lower. A human review (``review_status``, ``reviewer``, ``reviewed_at``; null until
+:func:`set_review`) remains the judgement of the answer's content.
 
 The scorer drives the chain without its last stage (R6) to keep the R5 verdict (the
 ``Judged`` state: firewall findings, support coverage, the pinned model and the index
@@ -52,6 +56,7 @@ from pydantic import Field as PydanticField
 from groundlock.contracts.audit_rows import TableRow, UtcTimestamp
 from groundlock.contracts.response import PublicResponse
 from groundlock.contracts.state import Judged
+from groundlock.lakehouse.eval_scores import SCORING_VERSION, compliance, relevance
 from groundlock.stores.arrow import arrow_schema, to_arrow
 from groundlock.stores.location import delta_location
 from groundlock.stores.readers import InvalidRow, TrailDamaged, damaged, read_table, valid_rows
@@ -66,12 +71,14 @@ __all__ = [
     "RunSummary",
     "compare",
     "comparison_html",
+    "format_difference",
     "format_summary",
     "load_dataset",
     "read_eval_log",
     "read_eval_rows",
     "run_eval",
     "score",
+    "score_difference",
     "set_review",
     "summary",
     "summary_json",
@@ -102,7 +109,7 @@ class EvalItem(BaseModel):
     bundle: dict[str, Any] | None = None
     """A retrieval bundle, answered by the chain's stages after the front (if any)."""
     gold_answer: str | None = None
-    """What a correct answer says; kept for the reviewer, not scored."""
+    """What a correct answer says: the reference of the relevance scores (none: null)."""
     expected_citations: tuple[str, ...] = ()
     """Chunk ids a correct answer cites (empty for an unanswerable item)."""
     answerable: bool
@@ -159,6 +166,17 @@ class EvalRow(TableRow):
     review_status: _Id | None = None
     reviewer: _Id | None = None
     reviewed_at: UtcTimestamp | None = None
+    relevance_f1: _Share | None = None
+    """Token F1 of the answer's content words against the gold answer's
+    (:mod:`~groundlock.lakehouse.eval_scores`); null without a gold answer to compare, an
+    unanswerable item, and in rows logged before the column existed."""
+    relevance_rouge_l: _Share | None = None
+    """ROUGE-L F-measure (longest common subsequence) over the same content words."""
+    compliance_score: _Share | None = None
+    """From the verdict and the citation checks: 0 FAILED, 1 NO_EVIDENCE, for OK the share
+    of cited chunks from an expected source; null only in rows logged before the column."""
+    scoring_version: _Id | None = None
+    """The definitions the three scores above follow (``eval_scores_v1``)."""
 
 
 # -- the dataset ------------------------------------------------------------------------------
@@ -249,6 +267,21 @@ def _item_fields(item: EvalItem, run_id: str, ms: float) -> dict[str, object]:
     }
 
 
+def _answer_scores(
+    item: EvalItem, status: str, answer: str, cited: Sequence[str]
+) -> dict[str, object]:
+    """003's relevance and compliance columns of one response (``eval_scores``)."""
+    f1, rouge = relevance(answer, item.gold_answer, status=status, answerable=item.answerable)
+    return {
+        "relevance_f1": f1,
+        "relevance_rouge_l": rouge,
+        "compliance_score": compliance(
+            status, cited, item.expected_citations, answerable=item.answerable
+        ),
+        "scoring_version": SCORING_VERSION,
+    }
+
+
 def _raised_row(item: EvalItem, run_id: str, ms: float) -> EvalRow:
     """The row of an item whose chain raised: FAILED, reason ``CHAIN_ERROR``, nothing cited."""
     precision, recall, refusal_correct, passed = score(item, "FAILED", ())
@@ -266,6 +299,7 @@ def _raised_row(item: EvalItem, run_id: str, ms: float) -> EvalRow:
             "citation_recall": recall,
             "refusal_correct": refusal_correct,
             "passed": passed,
+            **_answer_scores(item, "FAILED", "", ()),
         }
     )
 
@@ -322,6 +356,7 @@ def _row(
             or (judged.execution.model_name if judged is not None else None),
             "index_version": trace.index_version if trace is not None else None,
             "embedding_model": trace.embedding_model if trace is not None else None,
+            **_answer_scores(item, status, response.answer, actual),
         }
     )
 
@@ -381,12 +416,18 @@ def write_eval_log(
     """
     from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
 
+    from groundlock.stores.delta_tables import add_new_columns  # noqa: PLC0415
+
     uri = delta_location(table_uri)
     options = dict(storage_options) if storage_options else None
     if not DeltaTable.is_deltatable(uri, storage_options=options):
         DeltaTable.create(uri, arrow_schema(EvalRow), mode="ignore", storage_options=options)
     if rows:
         table = DeltaTable(uri, storage_options=options)
+        # A log an older groundlock wrote lacks the newer nullable score columns: they are
+        # added (its rows read them as null) before rows that carry them are appended.
+        if add_new_columns(table, EvalRow):
+            table = DeltaTable(uri, storage_options=options)
         write_deltalake(table, to_arrow(EvalRow, list(rows)), mode="append")
 
 
@@ -510,6 +551,11 @@ class RunSummary:
     pass_rate: float
     reviewed: int
     approved: int
+    relevance_f1: float | None = None
+    """Mean over the items that have one (an answerable item with a gold answer)."""
+    relevance_rouge_l: float | None = None
+    compliance: float | None = None
+    """Mean compliance score over the items that have one (every item scored since v1)."""
 
 
 def summary(rows: Iterable[EvalRow]) -> list[RunSummary]:
@@ -542,6 +588,13 @@ def summary(rows: Iterable[EvalRow]) -> list[RunSummary]:
                 pass_rate=sum(row.passed for row in group) / count,
                 reviewed=sum(row.review_status is not None for row in group),
                 approved=sum(row.review_status == "approved" for row in group),
+                relevance_f1=_mean(r.relevance_f1 for r in group if r.relevance_f1 is not None),
+                relevance_rouge_l=_mean(
+                    r.relevance_rouge_l for r in group if r.relevance_rouge_l is not None
+                ),
+                compliance=_mean(
+                    r.compliance_score for r in group if r.compliance_score is not None
+                ),
             )
         )
     return summaries
@@ -552,8 +605,10 @@ def compare(
 ) -> tuple[list[RunSummary], list[str]]:
     """The summaries of two runs, and the items whose outcome differs between them.
 
-    An item differs when its status, its pass or its cited chunks differ: the lines a
-    reviewer reads first when a policy, model or index version changed. A row that breaks
+    An item differs when its status, its pass or its cited chunks differ, or one of its
+    relevance and compliance scores (both rows scored alike): the lines a reviewer reads
+    first when a policy, model or index version changed. A line names the scores that moved
+    (``g03: OK -> OK; relevance F1 0.62 -> 0.40``). A row that breaks
     its model (:func:`read_eval_rows` keeps it) counts in no summary, and its item is
     listed as not compared rather than as missing from its run.
     """
@@ -580,13 +635,73 @@ def compare(
             )
         elif a is None or b is None:
             changes.append(f"{item_id}: only in {run_a if b is None else run_b}")
-        elif (a.status, a.passed, a.actual_citations) != (b.status, b.passed, b.actual_citations):
+        elif _outcome(a) != _outcome(b) or _score_changes(a, b):
+            moved = _score_changes(a, b)
             changes.append(
                 f"{item_id}: {a.status}{'' if a.passed else ' (fail)'} -> "
-                f"{b.status}{'' if b.passed else ' (fail)'}"
+                f"{b.status}{'' if b.passed else ' (fail)'}" + (f"; {moved}" if moved else "")
             )
     order = {run_a: 0, run_b: 1}
     return sorted(summary(kept), key=lambda s: order[s.run_id]), changes
+
+
+_SCORES = (
+    ("relevance F1", "relevance_f1"),
+    ("ROUGE-L", "relevance_rouge_l"),
+    ("compliance", "compliance_score"),
+)
+"""003's answer scores as ``compare`` names them, and their row columns."""
+
+
+def _outcome(row: EvalRow) -> tuple[object, ...]:
+    return (row.status, row.passed, row.actual_citations)
+
+
+def _scores(row: EvalRow) -> tuple[float | None, ...]:
+    return tuple(getattr(row, column) for _, column in _SCORES)
+
+
+def _score_changes(a: EvalRow, b: EvalRow) -> str:
+    """The answer scores that differ between two rows of an item: ``ROUGE-L 0.40 -> 0.55``.
+
+    Empty unless both rows were scored under the same definitions: a row logged before the
+    scores existed has none, which is not a change of the answer.
+    """
+    if a.scoring_version is None or a.scoring_version != b.scoring_version:
+        return ""
+    return ", ".join(
+        f"{name} {_share(before)} -> {_share(after)}"
+        for (name, _), before, after in zip(_SCORES, _scores(a), _scores(b), strict=True)
+        if before != after
+    )
+
+
+def score_difference(first: RunSummary, second: RunSummary) -> dict[str, float | None]:
+    """``second`` minus ``first`` for each mean score (None where either run has none).
+
+    What ``eval compare`` prints under the two runs: the relevance and compliance means,
+    then the citation scores and the pass rate, as the second run moved them.
+    """
+    names = ("relevance_f1", "relevance_rouge_l", "compliance", "citation_precision",
+             "citation_recall", "support_coverage", "pass_rate")  # fmt: skip
+    difference: dict[str, float | None] = {}
+    for name in names:
+        before, after = getattr(first, name), getattr(second, name)
+        difference[name] = None if before is None or after is None else after - before
+    return difference
+
+
+def format_difference(first: RunSummary, second: RunSummary) -> str:
+    """One line: ``difference (b - a): relevance F1 +0.05, ROUGE-L +0.03, ...``."""
+    labels = {"relevance_f1": "relevance F1", "relevance_rouge_l": "ROUGE-L",
+              "compliance": "compliance", "citation_precision": "precision",
+              "citation_recall": "recall", "support_coverage": "coverage",
+              "pass_rate": "pass rate"}  # fmt: skip
+    parts = [
+        f"{labels[name]} {'-' if value is None else f'{value:+.2f}'}"
+        for name, value in score_difference(first, second).items()
+    ]
+    return f"difference ({second.run_id} - {first.run_id}): " + ", ".join(parts)
 
 
 def _share(value: float | None) -> str:
@@ -595,7 +710,7 @@ def _share(value: float | None) -> str:
 
 _HEADER = (
     "run", "policy", "model", "index", "answers", "answered", "refusals ok", "precision",
-    "recall", "coverage", "pass rate", "reviewed",
+    "recall", "coverage", "pass rate", "relevance F1", "ROUGE-L", "compliance", "reviewed",
 )  # fmt: skip
 
 
@@ -612,6 +727,9 @@ def _cells(item: RunSummary) -> list[str]:
         _share(item.citation_recall),
         _share(item.support_coverage),
         _share(item.pass_rate),
+        _share(item.relevance_f1),
+        _share(item.relevance_rouge_l),
+        _share(item.compliance),
         f"{item.reviewed} ({item.approved} approved)",
     ]
 
@@ -635,9 +753,14 @@ def comparison_html(summaries: Sequence[RunSummary], changes: Sequence[str] = ()
         for item in summaries
     )
     changed = "".join(f"<li>{html.escape(line)}</li>" for line in changes)
+    moved = (
+        f"<p>{html.escape(format_difference(summaries[0], summaries[1]))}</p>"
+        if len(summaries) == 2  # (one summary per run: a difference is of two)
+        else ""
+    )
     return (
         '<section class="evaluation"><h2>Evaluation</h2>'
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{moved}"
         + (f"<h3>Items that changed</h3><ul>{changed}</ul>" if changes else "")
         + "</section>"
     )

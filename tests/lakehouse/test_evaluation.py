@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,14 @@ from groundlock.lakehouse import (
     set_review,
     summary,
 )
-from groundlock.lakehouse.evaluation import comparison_html, format_summary, score
+from groundlock.lakehouse.evaluation import (
+    comparison_html,
+    format_difference,
+    format_summary,
+    score,
+    score_difference,
+    write_eval_log,
+)
 from tests.builders import make_bundle, make_row
 
 ROOT = Path(__file__).parents[2]
@@ -139,15 +147,59 @@ def test_the_gold_set_scores_as_checked_by_hand_and_round_trips_through_delta(
     assert run.pass_rate == pytest.approx(10 / 12)
 
 
+def test_the_gold_set_has_relevance_and_compliance_as_checked_by_hand(index: str):
+    chain = grounded_answer_chain(front=_front(index), policy=lexical_policy())
+    rows = {row.item_id: row for row in run_eval(GOLD, chain, run_id="run-1")}
+    assert {row.scoring_version for row in rows.values()} == {"eval_scores_v1"}
+    # g04. gold: every 250 operating hours sampling valve return line (8 content words);
+    # answer: hydraulic oil samples taken + the same 8, in the same order (12). Overlap 8:
+    # P = 8/12, R = 1, F1 = 2 * 8 / (12 + 8) = 0.8; the LCS is the 8 too, so ROUGE-L 0.8.
+    g04 = rows["g04"]
+    assert g04.answer.startswith("Hydraulic oil samples are taken every 250 operating hours")
+    assert (g04.relevance_f1, g04.relevance_rouge_l) == (pytest.approx(0.8), pytest.approx(0.8))
+    # g05. gold: 2,500 working hours 1,900 (4). answer (16 words): towline inspected full
+    # length no broken strands found towline 1,900 working hours due replacement 2,500
+    # hours. Bag overlap 4: F1 = 2 * 4 / (16 + 4) = 0.4. In order, only "working hours"
+    # (or "2,500 hours") is common: LCS 2, P = 2/16, R = 2/4, ROUGE-L = 0.2.
+    g05 = rows["g05"]
+    assert (g05.relevance_f1, g05.relevance_rouge_l) == (pytest.approx(0.4), pytest.approx(0.2))
+    # g01. gold: every 500 operating hours earlier case drain pressure gauge reads 2 bar
+    # idle (13); the answer's three sentences hold 10 + 11 + 15 = 36 content words ("May"
+    # is a stopword), sharing every, 500, operating, hours, case, drain, 2: F1 = 14 / 49.
+    g01 = rows["g01"]
+    assert g01.relevance_f1 == pytest.approx(14 / 49)
+    # compliance: g01 cites the manual (the expected source), the draft and the report:
+    # 1 of 3 cited chunks from an expected source.
+    assert g01.compliance_score == pytest.approx(1 / 3)
+    assert rows["g04"].compliance_score == 1.0
+    # g08 is answerable and refused: relevance 0, but a refusal is compliant.
+    g08 = rows["g08"]
+    assert (g08.relevance_f1, g08.relevance_rouge_l, g08.compliance_score) == (0.0, 0.0, 1.0)
+    # g10 has no gold answer (unanswerable): no relevance; its refusal is compliant.
+    g10 = rows["g10"]
+    assert (g10.relevance_f1, g10.relevance_rouge_l, g10.compliance_score) == (None, None, 1.0)
+    # the run's means: relevance over the 9 items that have it, compliance over all 12
+    (run,) = summary(rows.values())
+    f1s = [row.relevance_f1 for row in rows.values() if row.relevance_f1 is not None]
+    assert len(f1s) == 9
+    assert run.relevance_f1 == pytest.approx(sum(f1s) / 9)
+    assert run.compliance == pytest.approx((1 / 3 + 11) / 12)
+
+
 def test_a_bundle_item_and_a_firewall_failure_are_scored(tmp_path: Path):
     rows_in = [make_row(0), make_row(1)]
     bundle: dict[str, Any] = make_bundle(rows_in)
     del bundle["request_id"]
     uncited = FakeListChatModel(responses=["The filter is replaced every 500 hours."])
     chain = grounded_answer_chain(model=uncited)
-    item = EvalItem(id="b1", bundle=bundle, expected_citations=("chunk-000",), answerable=True)
+    item = EvalItem(
+        id="b1", bundle=bundle, expected_citations=("chunk-000",), answerable=True,
+        gold_answer="The filter is replaced every 500 hours.",
+    )  # fmt: skip
     (row,) = run_eval([item], chain, run_id="run-b")
     assert row.status == "FAILED"
+    # The rejected text is the gold word for word, but nothing reached the reader: 0.
+    assert (row.relevance_f1, row.relevance_rouge_l, row.compliance_score) == (0.0, 0.0, 0.0)
     assert row.firewall_verdict == "FAILED"
     assert row.firewall_reason == row.failure_reason is not None
     assert not row.refusal_correct
@@ -192,6 +244,25 @@ def test_compare_two_runs_under_two_policies(index: str, tmp_path: Path):
         for row in rows
     ]
     assert compare(flipped, "lex", "hb")[1] == ["g03: OK -> NO_EVIDENCE (fail)"]
+    # an item whose answer scores moved is listed with them, though its outcome is the same
+    reworded = [
+        row.model_copy(update={"relevance_f1": 0.25, "relevance_rouge_l": 0.125})
+        if row.run_id == "hb" and row.item_id == "g04"
+        else row
+        for row in rows
+    ]
+    assert compare(reworded, "lex", "hb")[1] == [
+        "g04: OK -> OK; relevance F1 0.80 -> 0.25, ROUGE-L 0.80 -> 0.12"
+    ]
+    lex, hb = compare(reworded, "lex", "hb")[0]
+    difference = score_difference(lex, hb)
+    assert difference["relevance_f1"] == pytest.approx((0.25 - 0.8) / 9)
+    assert difference["relevance_rouge_l"] == pytest.approx((0.125 - 0.8) / 9)
+    assert difference["compliance"] == 0.0
+    assert difference["pass_rate"] == 0.0
+    assert format_difference(lex, hb).startswith(
+        "difference (hb - lex): relevance F1 -0.06, ROUGE-L -0.08, compliance +0.00, "
+    )
     table = format_summary(summaries)
     assert "LEXICAL_POLICY_V1" in table
     assert "HANDBOOK_POLICY_V1" in table
@@ -206,7 +277,11 @@ def test_the_eval_row_schema_derives_from_its_fields():
 
     names = [arrow_schema(EvalRow).field(i).name for i in range(len(EvalRow.model_fields))]
     assert names == list(EvalRow.model_fields)
-    assert names[-3:] == ["review_status", "reviewer", "reviewed_at"]
+    assert names[-7:] == [
+        "review_status", "reviewer", "reviewed_at",
+        # 003's scores came later: appended, so an older log gains them at its end
+        "relevance_f1", "relevance_rouge_l", "compliance_score", "scoring_version",
+    ]  # fmt: skip
 
 
 # -- the command line and the example ------------------------------------------------------
@@ -228,6 +303,12 @@ def test_the_eval_commands(index: str, tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["eval", "compare", "a", "b", "--store", log]) == 0
     out = capsys.readouterr().out
     assert "1 (1 approved)" in out
+    header = next(line for line in out.splitlines() if line.startswith("run ")).split("  ")
+    assert [c.strip() for c in header if c.strip()][-4:] == [
+        "relevance F1", "ROUGE-L", "compliance", "reviewed",
+    ]  # fmt: skip
+    # the two policies answer alike, so every mean is the same
+    assert "difference (b - a): relevance F1 +0.00, ROUGE-L +0.00, compliance +0.00" in out
     assert "no item changed" in out
     assert main(["eval", "compare", "a", "b"]) == 2  # no store
     assert main(["eval", str(GOLD)]) == 2  # no index
@@ -243,6 +324,8 @@ def test_the_example_evaluates_the_handbook_deterministically():
     summary_block = out.split("evaluation summary:\n", 1)[1]
     lexical, handbook = summary_block.splitlines()[1:3]
     assert lexical.split()[4:11] == ["12", "7", "0.83", "0.90", "0.78", "1.00", "0.83"]
+    # relevance F1, ROUGE-L and compliance, as the README gives them
+    assert lexical.split()[11:14] == ["0.42", "0.40", "0.94"]
     assert handbook.split()[4:8] == ["12", "7", "0.83", "0.90"]
     assert "2 (1 approved)" in lexical
     assert "items that changed: none" in out
@@ -279,3 +362,58 @@ def test_an_item_whose_chain_raises_is_scored_failed_and_the_run_goes_on(
     assert len(read_eval_log(log, "run-r")) == 3
     assert "item boom raised ConnectionError" in caplog.text
     assert "secret.example" not in caplog.text
+
+
+SCORE_COLUMNS = ("relevance_f1", "relevance_rouge_l", "compliance_score", "scoring_version")
+
+
+def _log_from_before_the_scores(log: Path, rows: list[EvalRow]) -> None:
+    """An evaluation log as groundlock wrote it before 003's scores: no score columns."""
+    from arro3.core import Schema, Table  # noqa: PLC0415
+    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
+
+    from groundlock.stores.arrow import to_arrow  # noqa: PLC0415
+
+    current = to_arrow(EvalRow, rows)
+    keep = [
+        i for i in range(current.num_columns) if current.schema.field(i).name not in SCORE_COLUMNS
+    ]
+    old = Table.from_arrays(
+        [current.column(i) for i in keep], schema=Schema([current.schema.field(i) for i in keep])
+    )
+    DeltaTable.create(str(log), old.schema)
+    write_deltalake(str(log), old, mode="append")
+
+
+def test_a_log_from_before_the_scores_is_compared_and_upgraded(
+    index: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from deltalake import DeltaTable  # noqa: PLC0415
+
+    log = tmp_path / "eval_log"
+    chain = grounded_answer_chain(front=_front(index), policy=lexical_policy())
+    scored = run_eval(GOLD, chain, run_id="new")
+    old = [row.model_copy(update={"run_id": run}) for run in ("old-a", "old-b") for row in scored]
+    _log_from_before_the_scores(log, old)
+    # read as it is: the scores are null, and compare shows them as unknown
+    assert all(
+        (row.relevance_f1, row.compliance_score, row.scoring_version) == (None, None, None)
+        for row in read_eval_log(log)
+    )
+    assert main(["eval", "compare", "old-a", "old-b", "--store", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "difference (old-b - old-a): relevance F1 -, ROUGE-L -, compliance -" in out
+    assert "no item changed" in out
+    assert {f.name for f in DeltaTable(str(log)).schema().fields}.isdisjoint(SCORE_COLUMNS)
+    # a new run is appended: the columns are added, the old rows keep reading null
+    write_eval_log(scored, log)
+    assert set(SCORE_COLUMNS) <= {f.name for f in DeltaTable(str(log)).schema().fields}
+    assert main(["eval", "compare", "old-a", "new", "--store", str(log), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    old_run, new_run = document["runs"]
+    assert (old_run["relevance_f1"], old_run["compliance"]) == (None, None)
+    assert new_run["compliance"] == pytest.approx((1 / 3 + 11) / 12)
+    assert document["difference"]["compliance"] is None  # unknown in the old run
+    assert document["difference"]["pass_rate"] == 0.0
+    # the same answers: no item is listed because the old row lacks scores
+    assert document["changed"] == []
