@@ -203,12 +203,12 @@ _VALIDATION_COLUMNS = (
 )  # fmt: skip
 _QUERY_COLUMNS = (
     "status", "failure_reason", "outcome_sha256", "retrieved_chunk_ids", "selected_chunk_ids",
-    "cited_chunk_ids",
+    "cited_chunk_ids", "response_text",
 )  # fmt: skip
 _LATER_COLUMNS = frozenset(
     {
         "outcome_sha256", "firewall_ruleset", "firewall_ruleset_sha256", "firewall_findings",
-        "invalid_citations",
+        "invalid_citations", "response_text",
     }
 )  # fmt: skip
 """Null in rows written before the column existed: a null there is not a disagreement
@@ -302,7 +302,7 @@ def _execution(rows: Sequence[TrailRow], run: str, expected: ValidationRow) -> s
 
 def _shown(name: str, value: object) -> object:
     """A value as a disagreement shows it: an answer as its sha256, JSON-safe."""
-    if name == "validated_answer_text" and isinstance(value, str):
+    if name in {"validated_answer_text", "response_text"} and isinstance(value, str):
         return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
     if isinstance(value, tuple):
         return list(value)

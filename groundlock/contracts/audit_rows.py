@@ -253,6 +253,11 @@ class QueryRow(_RequestRow):
     retrieval_latency_ms: _Ms | None
     outcome_sha256: _Id | None = None
     """As the validation row's: the two rows of one request carry the same."""
+    response_text: _Text | None = None
+    """The ``answer`` of the public response, exactly (``003``'s response text): the
+    validated answer for OK, the policy's refusal for NO_EVIDENCE, empty for FAILED. Never
+    the model's rejected text (that is only in the opt-in evidence archive). Null only in
+    rows written before the column existed."""
 
 
 class FeedbackRow(TableRow):

@@ -115,6 +115,9 @@ def audit_rows(
             "selected_chunk_ids": tuple(entry.chunk_id for entry in selected),
             "cited_chunk_ids": cited,
             "retrieval_latency_ms": trace.retrieval_latency_ms,
+            # What R6 hands the caller, never the model's raw text: a FAILED response's
+            # answer is empty, so a rejected answer cannot reach the query log.
+            "response_text": response.answer,
         }
     )
     return validation, query

@@ -132,7 +132,10 @@ def test_a_replaced_model_text_that_still_passes_disagrees_with_the_trail(
         "validations.outcome_sha256",
         "validations.validated_answer_text",
         "queries.outcome_sha256",
+        "queries.response_text",  # the query log's copy of the answer, shown as its sha256
     }
+    (response_line,) = [line for line in out.splitlines() if "queries.response_text" in line]
+    assert response_line.count('"sha256:') == 2
 
 
 def test_a_forged_archive_row_is_one_the_trail_does_not_know(

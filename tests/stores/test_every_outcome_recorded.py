@@ -691,6 +691,7 @@ def _check(
         assert row.failure_reason == reason
     assert validation.run_id == query.run_id
     assert validation.outcome_sha256 == query.outcome_sha256
+    assert query.response_text == response.answer  # 003's response text, whatever the end
     if outcome.status is OK:
         assert validation.validated_answer_text == response.answer
     elif outcome.status is FAILED:

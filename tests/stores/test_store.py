@@ -352,7 +352,7 @@ def test_two_writers_racing_on_one_key_leave_one_row(location: Location) -> None
     second.close()
 
 
-NEW_QUERY_COLUMNS = {"score_normalization", "access_denied_count"}
+NEW_QUERY_COLUMNS = {"score_normalization", "access_denied_count", "response_text"}
 
 
 def _queries_table_from_before_new_columns(location: Location) -> int:
@@ -393,7 +393,9 @@ def test_a_table_from_before_new_columns_is_upgraded_in_place(location: Location
     assert sorted(rows) == ["new", "old"]
     assert rows["old"].access_denied_count is None
     assert rows["old"].score_normalization is None
+    assert rows["old"].response_text is None
     assert rows["new"].status == "OK"
+    assert rows["new"].response_text == response.answer
     queries = DeltaTable(location.table("queries"), storage_options=location.storage_options)
     assert {f.name for f in queries.schema().fields} >= NEW_QUERY_COLUMNS
 
