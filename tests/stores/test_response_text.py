@@ -123,7 +123,7 @@ def _queries_from_before_response_text(root: Path) -> list[QueryRow]:
 
     path = root / "queries"
     written: list[QueryRow] = []
-    prev, seq = genesis("queries"), 0
+    prev = genesis("queries")
     for batch in range(2):
         rows = [query_row(request_id=f"old{batch}-{n}") for n in range(3)]
         current = to_arrow(QueryRow, rows)
@@ -136,7 +136,7 @@ def _queries_from_before_response_text(root: Path) -> list[QueryRow]:
         )
         if batch == 0:
             DeltaTable.create(str(path), old.schema, configuration={"delta.appendOnly": "true"})
-        seq += 1
+        seq = batch + 1
         digest = batch_digest("queries", prev, [model_row_hash(row) for row in rows])
         write_deltalake(
             str(path), old, mode="append",
