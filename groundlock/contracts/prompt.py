@@ -32,7 +32,9 @@ __all__ = [
 class PromptMessage(Contract):
     """One chat message of the prompt."""
 
-    role: Literal["system", "user"]
+    role: Literal["system", "user", "assistant"]
+    """``assistant`` only for a history turn the model's side spoke, in a template that
+    lays history out as messages (``004``); R4 sends it as an ``AIMessage``."""
     content: str
 
 
@@ -109,7 +111,9 @@ class PromptBuildResult(Contract):
     message: str | None
     """Why the status is not OK, naming the field or budget at fault."""
     messages: tuple[PromptMessage, ...]
-    """System then user message; empty unless OK."""
+    """The system message, then (in a template that lays history out as messages) one
+    message per kept history turn with the turn's role, then the user message; empty unless
+    OK."""
     prompt_sha256: str | None
     """sha256 of ``prompt_bytes``; None unless OK."""
     template_version: str
@@ -139,8 +143,19 @@ class PromptBuildResult(Contract):
             return
         if self.reason_code is not None or self.tokens is None:
             raise ValueError("an OK prompt has token accounting and no reason_code")
-        if [m.role for m in self.messages] != ["system", "user"]:
-            raise ValueError("an OK prompt is one system message then one user message")
+        roles = [m.role for m in self.messages]
+        turns = roles[1:-1]
+        if (
+            roles[:1] != ["system"]
+            or roles[-1:] != ["user"]
+            or len(roles) < 2  # noqa: PLR2004  (system and user)
+            or "system" in turns
+            or len(turns) not in {0, self.history_turns_kept}
+        ):
+            raise ValueError(
+                "an OK prompt is a system message, its kept history turns as user or "
+                "assistant messages (or none), then one user message"
+            )
         pairs = tuple((m.role, m.content) for m in self.messages)
         if prompt_digest(pairs)[1] != self.prompt_sha256:
             raise ValueError("prompt_sha256 must be the sha256 of prompt_bytes")

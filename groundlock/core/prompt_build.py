@@ -6,6 +6,11 @@ safe normalisation evidence gets (hidden characters removed, whitespace collapse
 tags and anchors neutralised): its words never change, but a question cannot close its own
 section or open another one.
 
+History is rendered where the template puts it: as lines of a ``<history>`` section of the
+user message, or (``004``'s layout) as messages of their own, one per kept turn with the
+turn's role, between the system and user messages. Either way a turn is normalised like
+evidence with the policy's marker shapes made inert, and no marker can name it.
+
 Tokens are accounted per section (``001`` PB3) from segments whose counts add up exactly
 (see :mod:`groundlock.prompts.template`): static text is counted once and cached, and the
 evidence block's count comes from R2. PB4: while prompt plus reserved output exceeds
@@ -88,12 +93,18 @@ def build_prompt(
         reason, message = question
         return _failed(state, bundle, policy, template, reason=reason, message=message)
 
-    history = history_window(bundle.history, policy, counter) if template.has_history else None
+    history = (
+        history_window(bundle.history, policy, counter, as_messages=template.history_messages)
+        if template.has_history
+        else None
+    )
     values = {"refusal": policy.refusal_text, "evidence_block": "", "user_question": question}
-    if history is not None:
+    if history is not None and not template.history_messages:
         values["history_block"] = history.block
     # Everything but the evidence block is fixed for this request: count it once.
     fixed = _section_counts(template, values, counter)
+    if history is not None and template.history_messages:
+        fixed["history_tokens"] += history.tokens  # the turns' messages, counted whole
     pruned = 0
     while True:
         tokens = PromptTokenAccount(
@@ -117,7 +128,7 @@ def build_prompt(
         pruned += 1
 
     values["evidence_block"] = bundle.evidence_block_text
-    messages = _messages(template, values)
+    messages = _messages(template, values, history.messages if history is not None else ())
     prompt = PromptBuildResult(
         build_status=BuildStatus.OK,
         reason_code=None,
@@ -140,13 +151,21 @@ class HistoryWindow:
     """The history section of one prompt: the turns kept, rendered, and how many."""
 
     block: str
-    """``user: ...`` / ``assistant: ...`` lines, each ending with a blank line, oldest first."""
+    """``user: ...`` / ``assistant: ...`` lines, each ending with a blank line, oldest first
+    (empty when the turns are messages)."""
     kept: int
     tokens: int
+    """Tokens of what the prompt holds of the turns: the block, or the messages' contents."""
+    messages: tuple[tuple[str, str], ...] = ()
+    """(role, content) of each kept turn, oldest first, when the turns are messages."""
 
 
 def history_window(
-    turns: tuple[HistoryTurn, ...], policy: Policy, counter: TokenCounter
+    turns: tuple[HistoryTurn, ...],
+    policy: Policy,
+    counter: TokenCounter,
+    *,
+    as_messages: bool = False,
 ) -> HistoryWindow:
     """The newest turns that fit the policy's window, sanitised like evidence and rendered.
 
@@ -155,24 +174,31 @@ def history_window(
     stretch of the conversation (older turns are dropped first). A turn with nothing visible
     after normalisation is skipped. Each rendered turn begins after a newline, so the
     section's count is the sum of the turns' counts.
+
+    ``as_messages`` (``004``'s layout): each turn is a message of its own whose content is
+    the normalised text alone (its role is the message's), and a turn costs the tokens of
+    that content; the window's rule is the same.
     """
     window = policy.history
     if window is None or not turns:
         return HistoryWindow("", 0, 0)
     grammar = policy.grammar
-    kept: list[str] = []
+    kept: list[tuple[str, str]] = []
     used = 0
     for turn in reversed(turns):
         text = neutralized_for(safe_normalize(turn.content), grammar).text
         if not text:
             continue
-        rendered = f"{turn.role}: {text}{ENTRY_SEPARATOR}"
+        rendered = text if as_messages else f"{turn.role}: {text}{ENTRY_SEPARATOR}"
         size = counter.count(rendered)
         if len(kept) == window.max_turns or used + size > window.max_tokens:
             break
-        kept.append(rendered)
+        kept.append((turn.role, rendered))
         used += size
-    return HistoryWindow("".join(reversed(kept)), len(kept), used)
+    kept.reverse()
+    if as_messages:
+        return HistoryWindow("", len(kept), used, tuple(kept))
+    return HistoryWindow("".join(rendered for _role, rendered in kept), len(kept), used)
 
 
 def checked_question(
@@ -257,12 +283,17 @@ def _section_counts(
     return counts
 
 
-def _messages(template: PromptTemplate, values: dict[str, str]) -> tuple[PromptMessage, ...]:
+def _messages(
+    template: PromptTemplate, values: dict[str, str], turns: tuple[tuple[str, str], ...]
+) -> tuple[PromptMessage, ...]:
+    """System message, the history turns as messages (empty unless the template says so),
+    then the user message."""
     contents: dict[str, list[str]] = {"system": [], "user": []}
     for _section, role, _placeholder, segment in template.segments(values):
         contents[role].append(segment)
     return (
         PromptMessage(role="system", content="".join(contents["system"])),
+        *(PromptMessage.model_validate({"role": r, "content": c}) for r, c in turns),
         PromptMessage(role="user", content="".join(contents["user"])),
     )
 

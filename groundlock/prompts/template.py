@@ -14,6 +14,11 @@ A template file holds the system message, a separator line, and the user message
     </question>
     <output_rules> ... </output_rules> section 5: output formatting instructions
 
+A template may lay the history out as ``004`` does instead: a line
+``===== HISTORY MESSAGES =====`` right before the user-message separator, and no
+``<history>`` section. Each kept turn is then a message of its own, with its own role
+(``user`` or ``assistant``), between the system message and the user message.
+
 Loading checks everything a prompt could go wrong by: the sha256 in ``<version>.sha256``,
 the five sections in this order with each fence tag exactly once, nothing outside them, and
 exactly the three placeholders in their sections (four with the optional history section,
@@ -41,6 +46,7 @@ from groundlock.errors import GroundlockError
 from groundlock.text.sanitize import FENCE_TAG_NAMES, HISTORY_FENCE_TAG_NAMES
 
 __all__ = [
+    "HISTORY_MESSAGES_LINE",
     "MESSAGE_SEPARATOR",
     "SECTION_ORDER",
     "PromptTemplate",
@@ -50,6 +56,9 @@ __all__ = [
 ]
 
 MESSAGE_SEPARATOR = "===== USER MESSAGE =====\n"
+HISTORY_MESSAGES_LINE = "===== HISTORY MESSAGES =====\n"
+"""Where a template renders the history turns as messages of their own (``004``'s layout):
+right before :data:`MESSAGE_SEPARATOR`, so they come between the system and user messages."""
 SECTION_ORDER: tuple[tuple[str, str], ...] = (
     ("system", "system"),
     ("rules", "system"),
@@ -97,11 +106,14 @@ class PromptTemplate:
     version: str
     sha256: str
     sections: tuple[TemplateSection, ...]
+    history_messages: bool = False
+    """Whether history turns are messages of their own between the system and user
+    messages (``004``'s layout) rather than lines of a ``<history>`` section."""
 
     @property
     def has_history(self) -> bool:
-        """Whether the template has the conversation-history section."""
-        return any(section.name == "history" for section in self.sections)
+        """Whether the template shows conversation history (in a section or as messages)."""
+        return self.history_messages or any(s.name == "history" for s in self.sections)
 
     def segments(self, values: dict[str, str]) -> list[tuple[str, str, str | None, str]]:
         """The rendered prompt as (section, role, placeholder, segment) tuples, in order.
@@ -173,6 +185,20 @@ def parse_template(version: str, text: str) -> PromptTemplate:
     if text.count(MESSAGE_SEPARATOR) != 1:
         raise PromptTemplateError("the template needs exactly one user-message separator line")
     system_text, user_text = text.split(MESSAGE_SEPARATOR)
+    history_messages = HISTORY_MESSAGES_LINE in text
+    if history_messages:
+        if text.count(HISTORY_MESSAGES_LINE) != 1 or not system_text.endswith(
+            HISTORY_MESSAGES_LINE
+        ):
+            raise PromptTemplateError(
+                "the history-messages line must come once, right before the user-message "
+                "separator"
+            )
+        if _fences(text, "<history>"):
+            raise PromptTemplateError(
+                "a template renders history as messages or in a <history> section, not both"
+            )
+        system_text = system_text.removesuffix(HISTORY_MESSAGES_LINE)
     parts = {"system": system_text, "user": user_text}
     sections: list[TemplateSection] = []
     for role in ("system", "user"):
@@ -201,6 +227,7 @@ def parse_template(version: str, text: str) -> PromptTemplate:
         version=version,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         sections=tuple(sections),
+        history_messages=history_messages,
     )
 
 

@@ -4,7 +4,8 @@ The model is pinned at construction (see :mod:`groundlock.providers.chat`). Per 
 
 * a NO_EVIDENCE request answers with the policy's exact refusal and a FAILED one passes its
   reason through — both with zero attempts: no model is called;
-* otherwise the same two messages are sent on every attempt, and before and after each
+* otherwise the same messages are sent on every attempt (system, any history turns as
+  ``HumanMessage``/``AIMessage``, then the user message), and before and after each
   attempt their roles and contents are compared with the prompt's (equal pairs are equal
   canonical bytes, so this is the ``prompt_sha256`` check without hashing 15 kB twice);
 * tenacity is the only retry layer: transient failures are retried up to the policy's
@@ -28,7 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, model_validator
@@ -369,7 +376,11 @@ def _integrity(message: str) -> Outcome:
 _Send = Callable[[list[BaseMessage]], BaseMessage]
 _AsyncSend = Callable[[list[BaseMessage]], Awaitable[BaseMessage]]
 
-_ROLE_CLASS: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage}
+_ROLE_CLASS: dict[str, type[BaseMessage]] = {
+    "system": SystemMessage,
+    "user": HumanMessage,
+    "assistant": AIMessage,  # a history turn of the model's side (004's layout)
+}
 _CLASS_ROLE = {cls: role for role, cls in _ROLE_CLASS.items()}
 
 
