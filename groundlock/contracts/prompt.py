@@ -148,7 +148,7 @@ class PromptBuildResult(Contract):
         if (
             roles[:1] != ["system"]
             or roles[-1:] != ["user"]
-            or len(roles) < 2  # noqa: PLR2004  (system and user)
+            or len(roles) < 2
             or "system" in turns
             or len(turns) not in {0, self.history_turns_kept}
         ):

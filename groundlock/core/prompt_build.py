@@ -286,8 +286,7 @@ def _section_counts(
 def _messages(
     template: PromptTemplate, values: dict[str, str], turns: tuple[tuple[str, str], ...]
 ) -> tuple[PromptMessage, ...]:
-    """System message, the history turns as messages (empty unless the template says so),
-    then the user message."""
+    """The system message, the history turns (none unless the template asks), the user one."""
     contents: dict[str, list[str]] = {"system": [], "user": []}
     for _section, role, _placeholder, segment in template.segments(values):
         contents[role].append(segment)

@@ -180,25 +180,28 @@ def _closing_position(remaining: str, closing: str) -> int:
     return -1
 
 
+def _history_messages(text: str, system_text: str) -> bool:
+    """Whether the template lays history out as messages (checking the line's one place)."""
+    if HISTORY_MESSAGES_LINE not in text:
+        return False
+    if text.count(HISTORY_MESSAGES_LINE) != 1 or not system_text.endswith(HISTORY_MESSAGES_LINE):
+        raise PromptTemplateError(
+            "the history-messages line must come once, right before the user-message separator"
+        )
+    if _fences(text, "<history>"):
+        raise PromptTemplateError(
+            "a template renders history as messages or in a <history> section, not both"
+        )
+    return True
+
+
 def parse_template(version: str, text: str) -> PromptTemplate:
     """Check ``text`` against the template contract and split it into sections."""
     if text.count(MESSAGE_SEPARATOR) != 1:
         raise PromptTemplateError("the template needs exactly one user-message separator line")
     system_text, user_text = text.split(MESSAGE_SEPARATOR)
-    history_messages = HISTORY_MESSAGES_LINE in text
-    if history_messages:
-        if text.count(HISTORY_MESSAGES_LINE) != 1 or not system_text.endswith(
-            HISTORY_MESSAGES_LINE
-        ):
-            raise PromptTemplateError(
-                "the history-messages line must come once, right before the user-message "
-                "separator"
-            )
-        if _fences(text, "<history>"):
-            raise PromptTemplateError(
-                "a template renders history as messages or in a <history> section, not both"
-            )
-        system_text = system_text.removesuffix(HISTORY_MESSAGES_LINE)
+    history_messages = _history_messages(text, system_text)
+    system_text = system_text.removesuffix(HISTORY_MESSAGES_LINE)
     parts = {"system": system_text, "user": user_text}
     sections: list[TemplateSection] = []
     for role in ("system", "user"):

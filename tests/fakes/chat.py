@@ -105,14 +105,18 @@ class TokenStreamModel(BaseChatModel):
 
 
 class ModelCalls(BaseCallbackHandler):
-    """Counts chat model calls and records the name and metadata of every chain run."""
+    """Counts chat model calls, keeps the messages each received, and records the name and
+    metadata of every chain run."""
 
     def __init__(self) -> None:
         self.model_calls = 0
         self.runs: list[tuple[str, dict[str, Any]]] = []
+        self.messages: list[list[BaseMessage]] = []
+        """The message list of every chat model call, as the model received it."""
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
         self.model_calls += 1
+        self.messages.extend(list(batch) for batch in messages)
 
     def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
         self.runs.append((kwargs.get("name") or "", dict(kwargs.get("metadata") or {})))

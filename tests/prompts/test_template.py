@@ -80,3 +80,36 @@ def test_unknown_template_version_is_refused():
         load_template("prompt_template_v9")
     with pytest.raises(PromptTemplateError, match="not a template version"):
         load_template("../etc/passwd")
+
+
+V2 = (FOLDER / "prompt_template_source_page_v2.txt").read_text(encoding="utf-8")
+HISTORY_LINE = "===== HISTORY MESSAGES =====\n"
+HISTORY_SECTION = "<history>\n{{history_block}}</history>\n"
+
+
+def test_source_page_v2_lays_history_out_as_messages_with_no_history_section():
+    template = load_template("prompt_template_source_page_v2")
+    assert template.history_messages
+    assert template.has_history
+    assert [s.name for s in template.sections] == [
+        "system", "rules", "evidence", "question", "output_rules",
+    ]  # fmt: skip
+    v1 = load_template("prompt_template_source_page_v1")
+    assert (v1.history_messages, v1.has_history) == (False, True)
+    assert not load_template("prompt_template_v1").has_history
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace(HISTORY_LINE, HISTORY_LINE * 2), "history-messages line"),
+        (lambda t: t.replace(HISTORY_LINE, "").replace("<system>\n", HISTORY_LINE + "<system>\n"),
+         "history-messages line"),
+        (lambda t: t.replace("</evidence>\n", "</evidence>\n" + HISTORY_SECTION), "not both"),
+    ],
+    ids=["twice", "not before the user message", "and a history section"],
+)  # fmt: skip
+def test_a_history_messages_template_breaking_the_contract_is_refused(edit, message: str):
+    assert parse_template("fine", V2).history_messages
+    with pytest.raises(PromptTemplateError, match=message):
+        parse_template("broken", edit(V2))
