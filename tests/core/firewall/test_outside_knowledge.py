@@ -246,3 +246,58 @@ def test_a_knowledge_frame_opened_by_from_counts_only_where_a_clause_begins(poli
     assert verdict.validation_status is expected
     v3 = validate_text(_answer("R2_POLICY_V3", FROM_MID_SENTENCE), _bundle(), "R2_POLICY_V3")
     assert v3.failure_reason is ReasonCode.META_COMMENTARY
+
+
+# Found by an adversarial review (issue 32) --------------------------------------------------
+
+
+HEADS = (
+    "", "x", "x ", ", ", "and", "and ", "band ", "x and **_ ", "so", "also ", "yet\n\t ",
+    "(", "( * ", "\u2014", "x\u2014 _", "but_", "a but", "butt ", " ,x ", "**", "x, y",
+    "and,", "x.", "x. ", "y; z * ",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_the_clause_start_read_backwards_is_the_pattern_read_forwards(head: str) -> None:
+    # The backward read replaced a search of the whole head; it must decide as the pattern.
+    from groundlock.core.firewall.rules.leaks import (  # noqa: PLC0415
+        _CLAUSE_START_RE,
+        _opens_a_clause,
+    )
+
+    text = head + "from general knowledge"
+    expected = _CLAUSE_START_RE.search(text, 0, len(head)) is not None
+    assert _opens_a_clause(text, len(head)) is expected
+
+
+def _judging_seconds(answer: str, bundle: dict[str, Any]) -> float:
+    """The least CPU time of three cold judgements of ``answer`` under ``R2_POLICY_V4``."""
+    import time  # noqa: PLC0415
+
+    load_policy("R2_POLICY_V4")
+    best = float("inf")
+    for first in ("y", "z", "w"):  # another text each time: no reading is memoised
+        started = time.process_time()
+        validate_text(first + answer, bundle, "R2_POLICY_V4")
+        best = min(best, time.process_time() - started)
+    return best
+
+
+@pytest.mark.slow
+def test_a_sentence_of_repeated_clause_frames_is_judged_in_linear_time() -> None:
+    # A clause frame ("from general knowledge") that the cited entry contains is no claim,
+    # so the rule reads the next one: each was checked for a clause start by searching the
+    # whole sentence before it, and n repeats cost n times the sentence (50 kB: 1.7 s where
+    # R2_POLICY_V3 took 0.12 s; 100 kB: 6.3 s). Scaling, not a bound: twice the text takes
+    # less than three times as long (quadratic is four), in CPU time, the least of three.
+    row = make_row(0, chunk_text="The pump, from general knowledge of operators, runs hot.")
+    bundle = make_bundle([row, make_row(1), make_row(2)])
+    half, full = (", from general knowledge " * n + "[C0]" for n in (2000, 4000))
+    seen = []
+    for _ in range(3):
+        short, long = _judging_seconds(half, bundle), _judging_seconds(full, bundle)
+        seen.append(f"{short:.3f} s, {long:.3f} s")
+        if long / max(short, 0.002) < 3.0:
+            return
+    raise AssertionError("; ".join(seen))
