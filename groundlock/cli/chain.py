@@ -326,7 +326,7 @@ def _validate(args: argparse.Namespace) -> int:
     reason = verdict.failure_reason.value if verdict.failure_reason else None
     if not args.json:
         detail = f"{reason}: {verdict.message}" if verdict.message else reason
-        lines = verdict_lines(verdict, entries, policy.grammar, reason=detail, show_malformed=True)
+        lines = verdict_lines(verdict, entries, policy.grammar, reason=detail, show_written=True)
         sys.stdout.write("".join(line + "\n" for line in lines))
         return _exit_code(verdict.generation_status.value)
     sys.stdout.write(

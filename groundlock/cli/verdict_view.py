@@ -1,11 +1,17 @@
-"""A verdict as ``002``'s tool shows it: grounded or not, citations, sources, retrieved ids.
+r"""A verdict as ``002``'s tool shows it: grounded or not, citations, sources, retrieved ids.
 
 ``ask`` and ``validate`` print the same block after their own first lines, and
 ``validate --json`` carries the same data, so a user of ``002`` (``is_grounded``,
 ``cited_sources``, ``invalid_citations``, ``retrieved_semantic_ids``) reads it where they
 expect it. Ids are in the policy's citation form (the verdict's ``cited_ids``,
 ``invalid_citations`` and ``retrieved_ids``), never the internal keys. A FAILED answer's text
-is never shown; its invalid citations are (markers naming nothing: what was wrong).
+is never shown; ``validate`` lists its invalid citations (markers naming nothing: what was
+wrong, written by its caller), ``ask`` counts them: its model wrote them, and under
+``[Source: file, p.N]`` a marker may hold a sentence of the rejected answer.
+
+Everything printed is safe on a terminal (:func:`shown`): a control, format or separator
+character that an answer, a marker or a message carries is written escaped (``\x1b``),
+never sent, so an answer cannot reset, retitle or rewrite the reader's terminal.
 """
 
 from __future__ import annotations
@@ -28,10 +34,29 @@ __all__ = [
     "cited_sources",
     "entries_of",
     "print_response",
+    "shown",
     "source_of",
     "verdict_document",
     "verdict_lines",
 ]
+
+
+def shown(text: str, keep: str = "") -> str:
+    r"""``text`` with every character a terminal would act on written as its escape.
+
+    Characters that are not printable (controls, format characters such as U+202E,
+    separators other than the space) become ``\x1b``, ``\u202e``, ``\r``; ``keep`` names
+    the ones to leave (an answer's line breaks and tabs).
+
+    >>> shown("Source: \x1bc\r x\u202e")
+    'Source: \\x1bc\\r x\\u202e'
+    """
+    if text.isprintable() and not keep:
+        return text
+    return "".join(
+        c if c == " " or c in keep or c.isprintable() else c.encode("unicode_escape").decode()
+        for c in text
+    )
 
 
 def answered(
@@ -105,14 +130,16 @@ def verdict_lines(
     grammar: CitationGrammar | None,
     *,
     reason: str | None,
-    show_malformed: bool,
+    show_written: bool,
 ) -> list[str]:
     """The human block: ``Grounded:``, citations and sources, what was wrong, retrieved ids.
 
     ``grammar``: to list each cited id with its source (None: ``ask`` has listed them);
     ``reason``: the reason line of a FAILED verdict as the command may show it (``ask``
-    shows only what its response may carry); ``show_malformed``: list malformed tokens as
-    written (``validate``, whose caller wrote them) or count them (``ask``).
+    shows only what its response may carry); ``show_written``: list invalid and malformed
+    markers as written (``validate``, whose caller wrote them) or count them (``ask``: its
+    model wrote them, and a rejected answer's text is never shown). Every line is
+    :func:`shown`.
     """
     status = verdict.generation_status.value
     grounded = verdict.validation_status.value == "PASSED"
@@ -124,15 +151,16 @@ def verdict_lines(
         if grammar is not None:
             sources = cited_sources(verdict, entries, grammar)
             lines += [f"  [{item['id']}] {item['source']}" for item in sources]
-    if verdict.invalid_citations:
-        lines.append(f"Invalid citations: {', '.join(verdict.invalid_citations)}")
-    if verdict.malformed_citations:
-        malformed = verdict.malformed_citations
-        shown = ", ".join(malformed) if show_malformed else f"{len(malformed)}"
-        lines.append(f"Malformed citations: {shown}")
+    for label, written in (
+        ("Invalid", verdict.invalid_citations),
+        ("Malformed", verdict.malformed_citations),
+    ):
+        if written:
+            listed = ", ".join(written) if show_written else f"{len(written)}"
+            lines.append(f"{label} citations: {listed}")
     retrieved = verdict.retrieved_ids
     lines.append(f"Retrieved ids ({len(retrieved)}): {', '.join(retrieved) or '-'}")
-    return lines
+    return [shown(line) for line in lines]
 
 
 def entries_of(state: Judged | None) -> Sequence[SelectedEvidence]:
@@ -145,24 +173,24 @@ def print_response(response: PublicResponse, state: Judged | None = None) -> Non
     if response.status.value == "FAILED":
         detail = f": {response.failure_message}" if response.failure_message else ""
         reason = response.failure_reason.value if response.failure_reason else "-"
-        sys.stdout.write(f"FAILED {reason}{detail}\n")
+        sys.stdout.write(shown(f"FAILED {reason}{detail}") + "\n")
     else:
         _print_answer(response)
     if state is not None:
         # (A request whose audit write failed after R5 has a FAILED verdict in its state too.)
         lines = verdict_lines(
-            state.validation, entries_of(state), None, reason=None, show_malformed=False
+            state.validation, entries_of(state), None, reason=None, show_written=False
         )
         sys.stdout.write("".join(line + "\n" for line in lines))
 
 
 def _print_answer(response: PublicResponse) -> None:
-    sys.stdout.write(response.answer + "\n")
+    sys.stdout.write(shown(response.answer, keep="\n\t") + "\n")
     for number, citation in enumerate(response.citations, start=1):
         details = ", ".join(
             part
             for part in (citation.source_reference, citation.event_date, citation.equipment_id)
             if part
         )
-        sys.stdout.write(f"  {number}. [{citation.anchor}] {citation.knowledge_id}")
-        sys.stdout.write(f" ({details})\n" if details else "\n")
+        line = f"  {number}. [{citation.anchor}] {citation.knowledge_id}"
+        sys.stdout.write(shown(line + (f" ({details})" if details else "")) + "\n")
