@@ -218,8 +218,10 @@ class ValidationRow(_RequestRow):
     invalid_citations: tuple[_Id, ...] | None = None
     """Well-formed markers of the answer that named no evidence entry of the request, as
     written without brackets (``IPC_421_0``): what an auditor looks for on an
-    ``INVALID_CITATION_REFERENCE`` row. Null on rows written before the column; malformed
-    tokens are counted only (``malformed_anchor_count``): they may be any text."""
+    ``INVALID_CITATION_REFERENCE`` row. The first 16 only, each cut to 512 characters
+    (``invalid_anchor_count`` counts them all): a marker is model-written text, and a
+    ``[Source: …]`` one can hold a sentence of the withheld answer. Null on rows written
+    before the column; malformed tokens are counted only (``malformed_anchor_count``)."""
 
     @model_validator(mode="after")
     def _text_only_when_passed(self) -> Self:

@@ -27,6 +27,11 @@ REQUESTER_KEYS = ("requester_id", "requester_role", "retrieval_strategy")
 """Run-config metadata keys copied into the query log (a server sets them per request)."""
 
 _MAX_METADATA = 512
+_MAX_INVALID_KEPT = 16
+"""Most invalid citations a validation row names (the first, in order of use): the
+``invalid_anchor_count`` column counts them all. A marker is model-written text, and under
+``[Source: …]`` a single one can hold a sentence of the withheld answer: the row keeps enough
+for an auditor to see what was cited, not an answer's worth of markers."""
 
 
 def audit_rows(
@@ -92,7 +97,7 @@ def audit_rows(
             "history_turns_kept": prompt.history_turns_kept,
             "stream_mode": policy.stream_mode if streamed is not None else None,
             "streamed_before_verdict": streamed or None,
-            "invalid_citations": result.invalid_citations,
+            "invalid_citations": result.invalid_citations[:_MAX_INVALID_KEPT],
         }
     )
     dropped = bundle.metrics.dropped_rows if bundle.metrics else ()

@@ -29,6 +29,23 @@ def _answer(store: DeltaAuditStore, request_id: str, text: str) -> None:
     chain.invoke({**_BUNDLE, "request_id": request_id})
 
 
+def test_the_row_names_the_first_sixteen_invalid_citations_and_counts_them_all(
+    tmp_path: Path,
+) -> None:
+    # Forty distinct unknown ids: the verdict names all forty, the row the first sixteen in
+    # order of use, and its count says there were forty.
+    unknown = " ".join(f"[IPC_9{n:02d}_0]" for n in range(40))
+    store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
+    try:
+        _answer(store, "many", f"{distinct_text(0)} {unknown}")
+        store.flush()
+        (row,) = store.select(ValidationRow)
+    finally:
+        store.close()
+    assert row.invalid_citations == tuple(f"IPC_9{n:02d}_0" for n in range(16))
+    assert row.invalid_anchor_count == 40
+
+
 def test_a_rejected_answers_invalid_citations_are_in_its_validation_row(tmp_path: Path) -> None:
     store = DeltaAuditStore(tmp_path / "audit", flush_interval_seconds=30)
     try:
