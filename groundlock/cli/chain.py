@@ -327,6 +327,9 @@ def _validate(args: argparse.Namespace) -> int:
     if not args.json:
         detail = f"{reason}: {verdict.message}" if verdict.message else reason
         lines = verdict_lines(verdict, entries, policy.grammar, reason=detail, show_written=True)
+        # Which rules judged: the policy may have been chosen from the bundle (a lexical
+        # index's), so the reader is told, as an auditor is by the --json fields.
+        lines.append(f"Policy: {policy.policy_version} (ruleset {verdict.firewall_ruleset})")
         sys.stdout.write("".join(line + "\n" for line in lines))
         return _exit_code(verdict.generation_status.value)
     sys.stdout.write(
@@ -340,6 +343,10 @@ def _validate(args: argparse.Namespace) -> int:
                 "validated_citations": list(verdict.cited_ids),
                 **verdict_document(verdict, entries, policy.grammar),
                 "grounding_metrics": verdict.grounding_metrics.model_dump(mode="json"),
+                "policy_version": policy.policy_version,
+                "policy_sha256": policy.policy_sha256,
+                "firewall_ruleset": verdict.firewall_ruleset,
+                "firewall_ruleset_sha256": verdict.firewall_ruleset_sha256,
             },
             indent=2,
         )

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from groundlock.lakehouse.calibration import LEXICAL_POLICY
+from groundlock.policies import load_policy
+
 DOCS = Path(__file__).parents[2] / "examples" / "handbook" / "docs"
 POLICY = "SEMANTIC_ID_POLICY_V1_LEXICAL"
 QUESTION = "How often is the case drain filter of the hydraulic pump replaced?"
@@ -79,6 +82,10 @@ def test_a_correct_answer_citing_a_retrieved_id_is_grounded(retrieved: Path) -> 
     ]
     assert verdict["invalid_citations"] == []
     assert MANUAL_ID in verdict["retrieved_ids"]
+    # Which rules judged, as the audit row would say.
+    assert verdict["policy_version"] == POLICY
+    assert verdict["policy_sha256"] == load_policy(POLICY).policy_sha256
+    assert verdict["firewall_ruleset"] == load_policy(POLICY).firewall_ruleset
 
 
 def test_an_id_that_was_not_retrieved_is_named_as_invalid(retrieved: Path) -> None:
@@ -163,6 +170,9 @@ def test_a_lexical_bundle_is_judged_under_the_lexical_calibration_by_default(
     path.write_text(f"{CLAIM} [C0]", encoding="utf-8")
     done = _groundlock("validate", "--bundle", str(retrieved), "--answer-file", str(path))
     assert (done.returncode, done.stdout.splitlines()[0]) == (0, "Grounded: yes (OK)")
+    # The policy was chosen from the bundle, so the output says which one judged.
+    ruleset = load_policy(LEXICAL_POLICY).firewall_ruleset
+    assert done.stdout.splitlines()[-1] == f"Policy: {LEXICAL_POLICY} (ruleset {ruleset})"
     # A policy calibrated for a neural embedding is refused, naming its lexical twin.
     neural = _validate(retrieved, f"{CLAIM} [{MANUAL_ID}]", "--policy", "SEMANTIC_ID_POLICY_V1")
     assert neural.returncode == 2
