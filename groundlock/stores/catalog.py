@@ -13,9 +13,11 @@ an index, a store or an archive (``--index``, ``--store``, ``--archive``)::
 
 A value is looked up only when ``$GROUNDLOCK_CATALOG`` names a catalog and the value has
 the shape of a table name (one to three names of letters, digits and ``_``, joined by
-dots; no ``/``, no scheme). A listed name resolves. A dotted name the catalog does not list
-is an error naming the catalog; a bare name it does not list stays a folder name, as it
-was before catalogs (``--store eval_log``). Without ``$GROUNDLOCK_CATALOG`` nothing changes.
+dots; no ``/``, no scheme). A listed name resolves. A bare name the catalog does not list,
+or a dotted one naming a file or folder that exists, stays a path, as it was before
+catalogs (``--store eval_log``, ``--index idx.v2``); any other dotted name is an error
+naming the catalog (a new folder with a dot in its name is written ``./audit.delta``).
+Without ``$GROUNDLOCK_CATALOG`` nothing changes.
 The whole catalog is checked when it is read: a bad entry is named, never skipped.
 Credentials are not the catalog's business: delta-rs reads them from the environment.
 """
@@ -132,10 +134,12 @@ def resolve_location(
     found = catalog.location(value)
     if found is not None:
         return found
-    if "." not in value:
-        return value  # a bare name the catalog does not list: a folder, as before catalogs
+    if "." not in value or Path(value).exists():
+        # A bare name the catalog does not list, or a folder that is there (``idx.v2``,
+        # ``audit.delta``): a path, as before catalogs.
+        return value
     listed = ", ".join(sorted(catalog.tables)) or "no names"
     raise ValueError(
         f"{option} {value}: not a table of the catalog {catalog.path} (${CATALOG_ENV}); "
-        f"it lists {listed}"
+        f"it lists {listed} (for a new folder of that name, write ./{value})"
     )

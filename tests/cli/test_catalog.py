@@ -84,9 +84,20 @@ def test_an_unknown_table_name_is_a_usage_error_naming_the_catalog(
     assert err == (
         f"groundlock: error: --index semantic.silver_chunks: not a table of the catalog "
         f"{catalog} ($GROUNDLOCK_CATALOG); it lists eval_log, semantic.gold_chunks, "
-        "serving.rag_queries\n"
+        "serving.rag_queries (for a new folder of that name, write ./semantic.silver_chunks)\n"
     )
     assert not Path("semantic.silver_chunks").exists()
+
+
+def test_a_dotted_name_the_catalog_does_not_list_but_that_exists_is_that_folder(
+    catalog: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A folder named idx.v2 or audit.delta, there before the catalog: still that folder.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "idx.v2").mkdir()
+    assert resolve_location("idx.v2", "--index") == "idx.v2"
+    with pytest.raises(ValueError, match=r"write \./audit\.delta"):
+        resolve_location("audit.delta", "--store")  # not there: a name the catalog lacks
 
 
 @pytest.mark.parametrize(
