@@ -176,12 +176,22 @@ def print_response(response: PublicResponse, state: Judged | None = None) -> Non
         sys.stdout.write(shown(f"FAILED {reason}{detail}") + "\n")
     else:
         _print_answer(response)
-    if state is not None:
+    if state is not None and judged_or_refused(state.validation):
         # (A request whose audit write failed after R5 has a FAILED verdict in its state too.)
         lines = verdict_lines(
             state.validation, entries_of(state), None, reason=None, show_written=False
         )
         sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def judged_or_refused(verdict: ValidationResult) -> bool:
+    """Whether the verdict has something to show: an answer R5 judged, or a refusal.
+
+    A request that failed before any answer was judged (retrieval, the input contract, a
+    model that could not be called) has no citations and no retrieved ids to list: its
+    ``FAILED`` line says all there is, and a ``Grounded: no`` block would only repeat it.
+    """
+    return verdict.firewall_ruleset is not None or verdict.validation_status.value == "PASSED"
 
 
 def _print_answer(response: PublicResponse) -> None:

@@ -85,3 +85,26 @@ def test_a_passed_answers_carriage_return_is_shown_not_sent(
     out = capsys.readouterr().out
     assert _controls(out) == []
     assert f"{distinct_text(0)} [C0]\\r{distinct_text(1)} [C1]" in out
+
+
+def test_a_request_that_failed_before_any_answer_was_judged_prints_its_failure_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Nothing was judged: no block repeating the failure with empty lists.
+    chain = grounded_answer_chain(
+        policy="SOURCE_PAGE_POLICY_V3", model=ScriptedChatModel(text="never called")
+    )
+    state, response = answered(chain, {"request_id": "r-1"}, {})
+    print_response(response, state)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("FAILED INPUT_SCHEMA_INVALID")
+    # A refusal is a verdict (002: the exact refusal is grounded): its block is shown.
+    far = make_bundle(
+        [make_row(i, source_file="manual.pdf", page=i + 1, similarity=0.1) for i in range(3)]
+    )
+    state, response = answered(chain, far, {})
+    print_response(response, state)
+    lines = capsys.readouterr().out.splitlines()
+    assert response.status.value == "NO_EVIDENCE"
+    assert "Grounded: yes (NO_EVIDENCE)" in lines
+    assert lines[-1] == "Retrieved ids (0): -"
