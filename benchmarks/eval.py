@@ -5,7 +5,7 @@
 The handbook documents are indexed into Delta tables in a temporary folder; the gold set
 ``examples/handbook/gold.jsonl`` (12 items), repeated ``--repeat`` times (default 20, so
 240 answers), is answered through a ``RetrievalFront`` over the ``DeltaVectorStore`` with
-the offline ``ExtractiveChatModel`` under ``LEXICAL_POLICY_V1``, scored, and appended to a
+the offline ``ExtractiveChatModel`` under ``R2_POLICY_V4_LEXICAL``, scored, and appended to a
 Delta evaluation log in one commit. Printed, for one run: answers per second of the whole
 ``run_eval`` (retrieval, R2 to R6, scoring and the Delta write), the same without the
 write, and the median per-item latency. The cost is dominated by the Delta retrieval scan,

@@ -4,7 +4,7 @@
 
 A fake chat model streams a cited answer of ``--sentences`` sentences (about twenty words
 each, a word a token) at ``--rate`` tokens per second, through ``grounded_answer_chain``
-with ``chain.stream``, under both stream modes (default policy ``R2_POLICY_V3``; the
+with ``chain.stream``, under both stream modes (default policy ``R2_POLICY_V4``; the
 progressive one is the same policy with ``stream_mode="progressive"``). Printed, median over
 ``--repeat`` streams:
 

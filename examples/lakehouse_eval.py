@@ -7,7 +7,7 @@ The six handbook documents (``examples/handbook/docs/``) are indexed with
 folder. A ``RetrievalFront`` over a ``DeltaVectorStore`` answers the gold set
 ``examples/handbook/gold.jsonl`` (twelve questions written for this project from those
 documents: nine answerable, each with the chunk a correct answer cites, three not
-answerable from them) under two policies: the lexical index's own ``LEXICAL_POLICY_V1``
+answerable from them) under two policies: the lexical index's own ``R2_POLICY_V4_LEXICAL``
 and the handbook example's ``HANDBOOK_POLICY_V1``. Each run is scored and appended to a
 Delta evaluation log; a reviewer rejects one answer; the script prints both runs'
 summaries and the items whose outcome differs.

@@ -88,7 +88,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     ask.add_argument(
         "--policy",
         help=_policy_help(
-            "the library's default; with --index, LEXICAL_POLICY_V1 for an index built with "
+            "the library's default; with --index, R2_POLICY_V4_LEXICAL for an index built with "
             "the lexical embedding"
         ),
     )
@@ -143,7 +143,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
         "--policy",
         help=_policy_help(
             "the library's default; for a bundle retrieved from a lexical index, "
-            "LEXICAL_POLICY_V1, as ask --index chooses"
+            "R2_POLICY_V4_LEXICAL, as ask --index chooses"
         ),
     )
     validate.add_argument(

@@ -69,7 +69,7 @@ def add_commands(commands: argparse._SubParsersAction[Parser]) -> None:
     parser.add_argument("--index", metavar="PATH", help="eval: the lakehouse index to answer from")
     parser.add_argument(
         "--policy",
-        help="eval: the policy (default: as ask --index chooses, LEXICAL_POLICY_V1 for a "
+        help="eval: the policy (default: as ask --index chooses, R2_POLICY_V4_LEXICAL for a "
         "lexical index)",
     )
     parser.add_argument("--model", metavar="PROVIDER:MODEL", help=f"eval: {MODEL_HELP}")

@@ -76,7 +76,7 @@ MAX_DOCUMENT_BYTES = 16 * _MIB
 """``groundlock.lakehouse.chunking.MAX_DOCUMENT_BYTES``: ``--max-document-mb``'s default."""
 PDF_FILE_RATIO = 8
 """``groundlock.lakehouse.chunking.PDF_FILE_RATIO``, for ``--max-document-mb``'s help."""
-LEXICAL_POLICY = "LEXICAL_POLICY_V1"
+LEXICAL_POLICY = "R2_POLICY_V4_LEXICAL"
 """``groundlock.lakehouse.LEXICAL_POLICY``: what ``index`` checks rows against by default."""
 _DIMENSIONS, _MAX_CHARS = 2048, 1200
 _CHUNK_TOKENS, _OVERLAP_TOKENS = "300:700", 50

@@ -34,19 +34,21 @@ __all__ = [
     "lexical_twin",
 ]
 
-LEXICAL_POLICY = "LEXICAL_POLICY_V1"
+LEXICAL_POLICY = "R2_POLICY_V4_LEXICAL"
 """The locked policy for an index embedded with :class:`LexicalEmbeddings`.
 
-``R2_POLICY_V2`` with the similarity gates at 0.33 instead of 0.76: a policy's gates are
-calibrated per embedding, and the lexical embedding's cosines run lower than a neural
-model's. Meaningful only for this embedding, it is still a built-in policy: a request
-archived under it must be found again by name for ``groundlock replay``. Also the policy
-a lexical index's rows are checked against, and answered under, when no other is named.
+The default policy's lexical twin: ``R2_POLICY_V4`` with the similarity gates at 0.33
+instead of 0.76 (a policy's gates are calibrated per embedding, and the lexical embedding's
+cosines run lower than a neural model's). The policy a lexical index's rows are checked
+against, and answered under, when no other is named. It follows the default policy, so an
+``ask --index`` without ``--policy`` is judged by the newest firewall (it was
+``LEXICAL_POLICY_V1``, ``R2_POLICY_V2``'s twin, before ``R2_POLICY_V4``: still built in, so
+that replay finds rows recorded under it).
 """
 
 LEXICAL_TWINS: Mapping[str, str] = MappingProxyType(
     {
-        "R2_POLICY_V2": LEXICAL_POLICY,
+        "R2_POLICY_V2": "LEXICAL_POLICY_V1",
         "R2_POLICY_V3": "R2_POLICY_V3_LEXICAL",
         "R2_POLICY_V4": "R2_POLICY_V4_LEXICAL",
         "SOURCE_PAGE_POLICY_V1": "SOURCE_PAGE_POLICY_V1_LEXICAL",

@@ -325,7 +325,7 @@ def index_documents(
 
     Every row is checked against ``policy``, the policy the index will be answered under
     (a name or a :class:`~groundlock.Policy`; by default what ``groundlock ask --index``
-    picks: ``LEXICAL_POLICY_V1`` for a lexical index, the library's default otherwise). A
+    picks: ``R2_POLICY_V4_LEXICAL`` for a lexical index, the library's default otherwise). A
     document without a ``knowledge_type`` is indexed as ``default_knowledge_type`` (by
     default the policy's first allowed type), so that it answers. A document whose text is
     larger than ``max_document_bytes`` is refused, and so is a PDF file larger than

@@ -33,7 +33,7 @@ __all__ = [
     "resolve_policy",
 ]
 
-DEFAULT_POLICY = "R2_POLICY_V3"
+DEFAULT_POLICY = "R2_POLICY_V4"
 """The policy used when none is named."""
 
 _NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")

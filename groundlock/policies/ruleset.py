@@ -51,7 +51,7 @@ __all__ = [
     "ruleset_sha256",
 ]
 
-DEFAULT_RULESET = "firewall_v3"
+DEFAULT_RULESET = "firewall_v4"
 """The ruleset of the default policy (and of the offline model when none is named)."""
 
 Mode = Literal["enforce", "flag"]

@@ -36,7 +36,7 @@ class ChainSpec:
     ``model`` is a ``provider:model`` string, a picklable callable returning a LangChain
     chat model (a local test double, a configured client), or None for the offline
     extractive model. ``policy`` a built-in name or a policy file's path the workers can
-    read (by default the library's default, or ``LEXICAL_POLICY_V1`` over a lexical
+    read (by default the library's default, or ``R2_POLICY_V4_LEXICAL`` over a lexical
     ``index``). ``store`` the audit trail's path or URI (every worker writes to it);
     ``index`` a Delta index (built by ``groundlock index``) for question input.
     """

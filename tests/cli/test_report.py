@@ -102,7 +102,7 @@ def test_report_is_self_contained_html_with_charts(
     page = out_file.read_text(encoding="utf-8")
     assert code == 0
     assert "report of 8 request(s)" in out
-    assert "Policy R2_POLICY_V3" in page
+    assert "Policy R2_POLICY_V4" in page
     assert page.count("<svg") >= 3  # status over time, latency, tokens
     assert "Failure reasons over time" in page
     assert re.search(r"<td class='id'>All</td><td class='num'>1</td>", page)  # the rejection

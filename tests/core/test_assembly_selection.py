@@ -346,7 +346,7 @@ def test_sample_scenario_selects_the_expected_evidence():
         "ir-2025-10-07-c002": DropReason.DROP_EQUIPMENT_FILTER,
         "fr-2024-0098-c001": DropReason.DROP_BELOW_SIMILARITY_FLOOR,
     }
-    assert result.trace.policy_version == POLICY.policy_version == "R2_POLICY_V3"
+    assert result.trace.policy_version == POLICY.policy_version == "R2_POLICY_V4"
     assert result.trace.policy_sha256 == POLICY.policy_sha256
     assert result.trace.index_version == "maint-idx-2026.11"
     assert result.trace.run_id == "run-0001"

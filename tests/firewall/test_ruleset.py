@@ -96,7 +96,7 @@ def test_the_readme_r5_table_is_the_default_rulesets_table():
     rows = re.findall(r"^\| \d+ \| `(\w+)` \| `(\w+)` \| (enforce|flag) \|", readme, re.M)
     policy = load_policy()
     ruleset = load_ruleset(policy.firewall_ruleset)
-    assert ruleset.name == "firewall_v3"
+    assert ruleset.name == "firewall_v4"
     assert [rule for rule, _, _ in rows] == list(ruleset.rules)
     assert [reason for _, reason, _ in rows] == [RULES[r].reason.value for r in ruleset.rules]
     modes = [ruleset.mode_of(r, policy.firewall_modes) for r in ruleset.rules]

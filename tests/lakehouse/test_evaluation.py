@@ -128,12 +128,12 @@ def test_the_gold_set_scores_as_checked_by_hand_and_round_trips_through_delta(
     # g10: not answerable, refused: right.
     assert (by_id["g10"].status, by_id["g10"].refusal_correct) == ("NO_EVIDENCE", True)
     # the versions of what answered
-    assert {row.policy_version for row in rows} == {"LEXICAL_POLICY_V1"}
+    assert {row.policy_version for row in rows} == {"R2_POLICY_V4_LEXICAL"}
     assert {row.model_name for row in rows} == {"groundlock-extractive-v1"}
     assert {row.index_version for row in rows} == {
         DeltaVectorStore(index, LexicalEmbeddings()).index_version
     }
-    assert {row.firewall_ruleset for row in rows} == {"firewall_v2"}
+    assert {row.firewall_ruleset for row in rows} == {"firewall_v4"}
     assert all(row.review_status is None and row.reviewed_at is None for row in rows)
     # the Delta table gives back exactly the rows written
     assert read_eval_log(log, "run-1") == sorted(rows, key=lambda row: row.item_id)
@@ -234,7 +234,7 @@ def test_compare_two_runs_under_two_policies(index: str, tmp_path: Path):
     rows = read_eval_log(log)
     summaries, changes = compare(rows, "lex", "hb")
     assert [s.run_id for s in summaries] == ["lex", "hb"]
-    assert [s.policy_version for s in summaries] == ["LEXICAL_POLICY_V1", "HANDBOOK_POLICY_V1"]
+    assert [s.policy_version for s in summaries] == ["R2_POLICY_V4_LEXICAL", "HANDBOOK_POLICY_V1"]
     assert changes == []  # the two calibrations decide every item alike
     # a changed outcome is listed
     flipped = [
@@ -264,7 +264,7 @@ def test_compare_two_runs_under_two_policies(index: str, tmp_path: Path):
         "difference (hb - lex): relevance F1 -0.06, ROUGE-L -0.08, compliance +0.00, "
     )
     table = format_summary(summaries)
-    assert "LEXICAL_POLICY_V1" in table
+    assert "R2_POLICY_V4_LEXICAL" in table
     assert "HANDBOOK_POLICY_V1" in table
     assert "<section" in comparison_html(summaries, ["g<03>"])
     assert "g&lt;03&gt;" in (comparison_html(summaries, ["g<03>"]))
@@ -291,7 +291,7 @@ def test_the_eval_commands(index: str, tmp_path: Path, capsys: pytest.CaptureFix
     log = str(tmp_path / "eval_log")
     assert main(["eval", str(GOLD), "--index", index, "--store", log, "--run-id", "a"]) == 0
     out = capsys.readouterr().out
-    assert "LEXICAL_POLICY_V1" in out
+    assert "R2_POLICY_V4_LEXICAL" in out
     assert "run a: 12 rows appended" in out
     argv = ["eval", str(GOLD), "--index", index, "--store", log, "--run-id", "b"]
     assert main([*argv, "--policy", str(HANDBOOK_POLICY)]) == 0

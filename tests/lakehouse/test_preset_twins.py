@@ -70,7 +70,7 @@ def index(tmp_path: Path) -> str:
         "knowledge_id: MM-HPU-RELIEF\nknowledge_type: MAINTENANCE_PROCEDURE\n"
     )
     location = str(tmp_path / "idx")
-    index_documents(docs, location)  # checked under LEXICAL_POLICY_V1, as `index` does
+    index_documents(docs, location)  # checked under the default lexical policy, as `index` does
     return location
 
 
@@ -120,9 +120,10 @@ def test_a_policy_without_a_twin_is_refused_with_the_lexical_choices(
     code, _, err = _run(capsys, "ask", WIRE, "--index", index, "--policy", "R2_POLICY_V3_STRICT")
     assert code == 2
     assert err.endswith(
-        "Omit --policy (or pass --policy LEXICAL_POLICY_V1) to use the lexical calibration, or "
-        "pass a preset's lexical twin (CIT_LABEL_POLICY_V1_LEXICAL, CIT_LABEL_POLICY_V2_LEXICAL, "
-        "R2_POLICY_V3_LEXICAL, R2_POLICY_V4_LEXICAL, SEMANTIC_ID_POLICY_V1_LEXICAL, "
+        "Omit --policy (or pass --policy R2_POLICY_V4_LEXICAL) to use the lexical calibration, "
+        "or pass a preset's lexical twin (CIT_LABEL_POLICY_V1_LEXICAL, "
+        "CIT_LABEL_POLICY_V2_LEXICAL, LEXICAL_POLICY_V1, R2_POLICY_V3_LEXICAL, "
+        "SEMANTIC_ID_POLICY_V1_LEXICAL, "
         "SEMANTIC_ID_POLICY_V2_LEXICAL, SOURCE_PAGE_POLICY_V1_LEXICAL, "
         "SOURCE_PAGE_POLICY_V2_LEXICAL, SOURCE_PAGE_POLICY_V3_LEXICAL)\n"
     )

@@ -78,7 +78,7 @@ def test_a_knowledge_type_the_policy_does_not_admit_is_refused_naming_file_and_f
     assert code == 1
     assert err == (
         "groundlock: notes/crane.md: knowledge_type: 'NOTES' is not one of the "
-        "allowed_knowledge_types of policy LEXICAL_POLICY_V1 (MAINTENANCE_PROCEDURE, "
+        "allowed_knowledge_types of policy R2_POLICY_V4_LEXICAL (MAINTENANCE_PROCEDURE, "
         "INSPECTION_RECORD, FAILURE_REPORT, OPERATING_MANUAL, SAFETY_NOTICE, REGULATION)\n"
     )
     assert not (tmp_path / "idx" / "chunks").exists()  # the run wrote nothing
@@ -105,7 +105,7 @@ def test_with_skip_invalid_one_bad_document_does_not_poison_the_good_ones(
     report = json.loads(out)
     assert report["changed"] == []  # the skipped document is not re-indexed as changed
     assert [s["document"] for s in report["skipped"]] == ["rumour.md"]
-    assert report["policy_version"] == "LEXICAL_POLICY_V1"
+    assert report["policy_version"] == "R2_POLICY_V4_LEXICAL"
 
 
 def test_a_document_that_becomes_invalid_leaves_the_index_when_skipped(tmp_path: Path):
@@ -179,7 +179,7 @@ def test_the_command_line_checks_against_the_policy_it_is_given(
     assert err.endswith("pass --policy R2_POLICY_V3_LEXICAL\n")
     code, _, err = _run(capsys, "index", str(docs), "--index", index, "--knowledge-type", "NOTE")
     assert code == 2
-    assert err.startswith("groundlock: error: --knowledge-type 'NOTE': policy LEXICAL_POLICY_V1")
+    assert err.startswith("groundlock: error: --knowledge-type 'NOTE': policy R2_POLICY_V4_LEXICAL")
     code, _, err = _run(capsys, "index", str(docs), "--index", index, "--max-chars", "60000")
     assert code == 2
     assert "admits at most 50000" in err
@@ -208,7 +208,7 @@ def test_unchanged_documents_are_checked_again_under_another_policy(tmp_path: Pa
     docs = _docs(tmp_path, {"crane.md": CRANE, "fuel.md": FUEL})
     index = tmp_path / "idx"
     index_documents(docs, index)
-    lexical = load_policy("LEXICAL_POLICY_V1")
+    lexical = load_policy("R2_POLICY_V4_LEXICAL")
     narrower = lexical.model_copy(update={"allowed_knowledge_types": ("MAINTENANCE_PROCEDURE",)})
     with pytest.raises(DocumentRefused, match=r"^fuel\.md: knowledge_type: 'SAFETY_NOTICE'"):
         index_documents(docs, index, policy=narrower)

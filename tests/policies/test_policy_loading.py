@@ -74,12 +74,13 @@ def test_r2_policy_v2_selects_as_v1_and_judges_with_firewall_v2():
     assert (v1.firewall_ruleset, v2.firewall_ruleset) == ("firewall_v1", "firewall_v2")
 
 
-def test_r2_policy_v3_is_the_default_and_selects_as_v2():
+def test_r2_policy_v3_selects_as_v2_and_v4_is_the_default():
     v2, v3 = load_policy("R2_POLICY_V2"), load_policy("R2_POLICY_V3")
     firewall = {"policy_version", "description", "firewall_ruleset", "firewall_modes"}
     assert v2.model_dump(exclude=firewall) == v3.model_dump(exclude=firewall)
     assert v3.firewall_ruleset == "firewall_v3"
-    assert load_policy().policy_version == "R2_POLICY_V3"
+    assert load_policy("R2_POLICY_V4").firewall_ruleset == "firewall_v4"
+    assert load_policy().policy_version == "R2_POLICY_V4"
     # The default flags the rules below 90 % precision on real model output; the strict
     # preset enforces every rule; the judged one adds the support judge and nothing else.
     assert {rule for rule, mode in v3.firewall_modes.items() if mode == "flag"} == {

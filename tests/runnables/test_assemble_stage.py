@@ -59,17 +59,17 @@ class TestAssembleEvidenceContract(StageContract):
         assert output.bundle.evidence_block_text == ""
 
 
-def test_policy_can_be_named_or_given_and_defaults_to_r2_policy_v3():
+def test_policy_can_be_named_or_given_and_defaults_to_r2_policy_v4():
     by_default = AssembleEvidence()
-    by_name = AssembleEvidence(policy="R2_POLICY_V3")
-    by_object = AssembleEvidence(policy=load_policy("R2_POLICY_V3"))
+    by_name = AssembleEvidence(policy="R2_POLICY_V4")
+    by_object = AssembleEvidence(policy=load_policy("R2_POLICY_V4"))
     assert by_default.policy == by_name.policy == by_object.policy
     assert by_default.invoke(sample_bundle()) == by_object.invoke(sample_bundle())
 
 
 def test_policy_borrowing_a_builtin_name_with_other_values_is_refused():
     loosened = policy_with(min_similarity_score=0.0, min_top_similarity_score=0.0)
-    assert loosened.policy_version == "R2_POLICY_V3"
+    assert loosened.policy_version == "R2_POLICY_V4"
     with pytest.raises(PolicyError, match="content differs from the locked built-in"):
         AssembleEvidence(policy=loosened)
     renamed = policy_with(
