@@ -66,7 +66,7 @@ def test_every_table_command_works_on_an_object_store(object_place: Place, tmp_p
     reported = _groundlock(env, "report", "--store", store, "--out", str(page))
     assert reported.returncode == 0, reported.stderr
     assert "report of 1 request(s)" in reported.stdout
-    assert "LEXICAL_POLICY_V1" in page.read_text(encoding="utf-8")  # counted by policy
+    assert "R2_POLICY_V4_LEXICAL" in page.read_text(encoding="utf-8")  # counted by policy
 
     replayed = _groundlock(env, "replay", "--archive", archive, "--store", store, "--json")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
