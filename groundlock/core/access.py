@@ -44,6 +44,7 @@ __all__ = [
     "AccessPolicy",
     "Principal",
     "ScoreNormalization",
+    "is_tag",
     "normalization",
     "row_payload",
 ]
@@ -194,7 +195,7 @@ class AccessPolicy(FrozenModel):
                 if WILDCARD not in granted:
                     if granted.isdisjoint(values):  # grants are identifiers: tags must match
                         return False
-                elif not all(map(_is_tag, values)):
+                elif not all(map(is_tag, values)):
                     return False  # a blank or invisible tag is no tag
             for name, rank, ceiling in ordered:
                 value = metadata.get(name)
@@ -206,8 +207,12 @@ class AccessPolicy(FrozenModel):
 
 
 @memoized(4096)
-def _is_tag(value: str) -> bool:
-    """Whether ``value`` is a tag a grant could name (an identifier: visible, one line)."""
+def is_tag(value: str) -> bool:
+    """Whether ``value`` is a tag a grant could name (an identifier: visible, one line).
+
+    One definition for the check after a search and for the tag columns the scan filters
+    on (:mod:`groundlock.lakehouse.tag_columns`): the two paths must admit the same rows.
+    """
     try:
         _IDENTIFIER.validate_python(value)
     except ValidationError:

@@ -36,10 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from arro3.core import Array, DataType, list_array
-from pydantic import TypeAdapter, ValidationError
 
-from groundlock.contracts._fields import Identifier
-from groundlock.core.access import WILDCARD, AccessPolicy, Principal
+from groundlock.core.access import WILDCARD, AccessPolicy, Principal, is_tag
 
 __all__ = [
     "TAGS_MARKER",
@@ -54,7 +52,6 @@ TAGS_MARKER = "access_tags"
 """The embeddings-table column whose presence says the index has its tags as columns."""
 
 _PLAIN = re.compile(r"[a-z][a-z0-9_]{0,62}")
-_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 _STRING = DataType.string()
 
 
@@ -93,14 +90,6 @@ def _ok_column(tag: str) -> str:
     return "tagok_" + _suffix(tag)
 
 
-def _is_tag(value: str) -> bool:
-    try:
-        _IDENTIFIER.validate_python(value)
-    except ValidationError:
-        return False
-    return True
-
-
 def tag_arrays(tags_of_rows: Sequence[Mapping[str, str | list[str]]]) -> dict[str, Array]:
     """The marker and the three columns of every tag any row has, one entry per row.
 
@@ -127,7 +116,7 @@ def tag_arrays(tags_of_rows: Sequence[Mapping[str, str | list[str]]]) -> dict[st
                 flat.extend(value)
             offsets.append(len(flat))
             absent.append(not isinstance(value, list))
-            fit.append(None if value is None else bool(values) and all(map(_is_tag, values)))
+            fit.append(None if value is None else bool(values) and all(map(is_tag, values)))
         columns[tag_column(tag)] = Array(single, _STRING)
         columns[_list_column(tag)] = list_array(
             Array(offsets, DataType.int32()),
@@ -187,7 +176,7 @@ def access_condition(scan: AccessScan, columns: Iterable[str]) -> str:
             continue
         # A grant that is not an identifier names no tag a row may carry; only a principal
         # built without validation holds one, and it must not match the list marker ''.
-        values = sorted(g for g in set(granted) if _is_tag(g))
+        values = sorted(g for g in set(granted) if is_tag(g))
         if not values:
             return "FALSE"
         listed = ", ".join(quote(v) for v in values)
