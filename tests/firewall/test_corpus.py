@@ -4,7 +4,9 @@
 ``corpus/build.py``); ``corpus/verdicts_<ruleset>.jsonl`` the verdict each ruleset reached on
 each when it was made (``firewall_v1``: by the code before rulesets existed, commit 9b69000;
 ``firewall_v2`` and ``firewall_v3``: when each was released; ``source_page_v1`` by the code
-of commit 11f6d12, before ``source_page_v2`` was added, and ``source_page_v2`` when it was).
+of commit 11f6d12, before ``source_page_v2`` was added, and ``source_page_v2`` when it was;
+``firewall_v4`` and ``source_page_v3`` when each was released, reaching every verdict of
+``firewall_v3`` and ``source_page_v2``: the corpus holds no claim of outside knowledge).
 A moved verdict under an existing ruleset name is a defect: a change of verdicts is a new
 ruleset version.
 
@@ -33,6 +35,8 @@ FROZEN = {
     "R2_POLICY_V3": "firewall_v3",
     "SOURCE_PAGE_POLICY_V1": "source_page_v1",
     "SOURCE_PAGE_POLICY_V2": "source_page_v2",
+    "R2_POLICY_V4": "firewall_v4",
+    "SOURCE_PAGE_POLICY_V3": "source_page_v3",
 }
 
 
