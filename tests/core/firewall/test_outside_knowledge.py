@@ -150,6 +150,10 @@ RIGHT = [
     "Interpreters may not work outside the court building. {3}",
     "Candidates with general knowledge of the rules take a test of 40 questions. {3}",
     "Fraudulent inducement is commonly called cheating. {2}",
+    # "My sources" and "my information" are the passages a model cites (generative search
+    # engines write it so), as firewall_v3's frames read "my" + the evidence's names.
+    f"According to my sources, {SEVEN}. {{0}}",
+    f"Based on my information, {SEVEN}. {{0}}",
     # A name in quotation marks that the cited entry quotes: the evidence's own name.
     'The interpreter\'s oath is widely known as "the promise of fidelity". {3}',
     "While a person who deceives another commits fraudulent inducement, a prosecution must be "
