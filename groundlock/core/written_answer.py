@@ -16,7 +16,7 @@ from groundlock.contracts.reasons import ReasonCode
 from groundlock.contracts.validation import ValidationResult
 from groundlock.core.evidence_assembly import assemble
 from groundlock.core.firewall import validate_answer
-from groundlock.core.firewall.naming import unbracketed as _unbracketed
+from groundlock.core.firewall.naming import wrong_citations
 from groundlock.core.prompt_build import build_prompt
 from groundlock.core.skipped import failed_verdict
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
@@ -57,12 +57,8 @@ def validate_text(
             "validation: the request has no evidence; its only answer is the exact refusal",
         )
         # With nothing retrieved, every marker the answer wrote names nothing.
-        scan = loaded.grammar.bound(()).scan(answer)
-        return verdict.model_copy(
-            update={
-                "invalid_citations": tuple(dict.fromkeys(map(_unbracketed, scan.anchors))),
-                "malformed_citations": tuple(dict.fromkeys(scan.malformed_shapes)),
-            }
-        )
+        invalid, malformed = wrong_citations(loaded.grammar.bound(()).scan(answer), ())
+        update = {"invalid_citations": invalid, "malformed_citations": malformed}
+        return verdict.model_copy(update=update)
     execution = LLMExecutionResult.uncalled(state.status, text=answer)
     return validate_answer(state.answered(execution), loaded)

@@ -10,13 +10,14 @@ every rule reads, never from a second scan of the text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
+from groundlock.citations.grammar import AnchorScan
 from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context
 
-__all__ = ["CitationNames", "citation_names", "unbracketed"]
+__all__ = ["CitationNames", "citation_names", "unbracketed", "wrong_citations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +39,28 @@ def unbracketed(marker: str) -> str:
     return marker[1:-1] if marker.startswith("[") and marker.endswith("]") else marker
 
 
-def citation_names(answer: ParsedAnswer, cited: tuple[str, ...], ctx: Context) -> CitationNames:
-    """Name ``cited`` (valid keys), the invalid and malformed markers, the entries held.
+def wrong_citations(
+    scan: AnchorScan, entries: Container[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(invalid, malformed)`` of ``scan``: as a verdict names them, each distinct.
 
-    A well-formed marker naming no entry comes back from the grammar as its own text (never
-    a key), or under ``[C<n>]`` as a key the request does not hold: either way it is not in
-    ``ctx.entries``.
+    Invalid: the well-formed markers naming none of ``entries``, unbracketed; malformed:
+    the malformed shapes as written. A well-formed marker naming no entry comes back from
+    the grammar as its own text (never a key), or under ``[C<n>]`` as a key the request
+    does not hold: either way it is not in ``entries``.
     """
+    invalid = _distinct(unbracketed(a) for a in scan.anchors if a not in entries)
+    return invalid, _distinct(scan.malformed_shapes)
+
+
+def citation_names(answer: ParsedAnswer, cited: tuple[str, ...], ctx: Context) -> CitationNames:
+    """Name ``cited`` (valid keys), the invalid and malformed markers, the entries held."""
     grammar = ctx.ruleset.grammar
     entries = ctx.entries
+    invalid, malformed = wrong_citations(answer.scan, entries)
     return CitationNames(
         cited=_distinct(grammar.public_anchor(entries[key]) for key in cited if key in entries),
-        invalid=_distinct(unbracketed(a) for a in answer.scan.anchors if a not in entries),
-        malformed=_distinct(answer.scan.malformed_shapes),
+        invalid=invalid,
+        malformed=malformed,
         retrieved=_distinct(grammar.public_anchor(entry) for entry in ctx.bundle.selected_evidence),
     )
