@@ -314,15 +314,12 @@ def _batch_run_id(given: str | None) -> str:
 
 def _validate(args: argparse.Namespace) -> int:
     from groundlock.cli.verdict_view import verdict_document, verdict_lines  # noqa: PLC0415
-    from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
-    from groundlock.core.written_answer import validate_text  # noqa: PLC0415
+    from groundlock.core.written_answer import judged_text  # noqa: PLC0415
 
     bundle = _read_json(args.bundle)
     answer = _read_answer(args.answer_file)
     policy = _validation_policy(args.policy, bundle)
-    verdict = validate_text(answer, bundle, policy)
-    # The entries the answer was judged against (R2 is pure: the same as validate_text's).
-    entries = () if verdict.retrieved_ids == () else assemble(bundle, policy).selected_evidence
+    verdict, entries = judged_text(answer, bundle, policy)  # entries: what its ids name
     reason = verdict.failure_reason.value if verdict.failure_reason else None
     if not args.json:
         detail = f"{reason}: {verdict.message}" if verdict.message else reason

@@ -10,6 +10,7 @@ Pure: no model, no LangChain, no I/O beyond the policy's locked files.
 
 from __future__ import annotations
 
+from groundlock.contracts.assembly import SelectedEvidence
 from groundlock.contracts.enums import GenerationStatus
 from groundlock.contracts.execution import LLMExecutionResult
 from groundlock.contracts.reasons import ReasonCode
@@ -22,7 +23,7 @@ from groundlock.core.skipped import failed_verdict
 from groundlock.policies.loader import DEFAULT_POLICY, load_policy
 from groundlock.policies.model import Policy
 
-__all__ = ["validate_text"]
+__all__ = ["judged_text", "validate_text"]
 
 
 def validate_text(
@@ -46,10 +47,23 @@ def validate_text(
     >>> validate_text("Replace the seal every 600 hours. [C0]", bundle).failure_reason.value
     'UNSUPPORTED_VALUE'
     """
+    return judged_text(answer, bundle, policy)[0]
+
+
+def judged_text(
+    answer: str, bundle: object, policy: str | Policy = DEFAULT_POLICY
+) -> tuple[ValidationResult, tuple[SelectedEvidence, ...]]:
+    """:func:`validate_text`'s verdict and the evidence entries the prompt held.
+
+    For a caller that shows what the verdict's citations name (``groundlock validate``):
+    the entries come from the one assembly the verdict was judged on, not a second one.
+    """
     loaded = load_policy(policy) if isinstance(policy, str) else policy
     state = build_prompt(assemble(bundle, loaded), loaded)
+    entries = state.bundle.selected_evidence
     if state.status is GenerationStatus.FAILED:
-        return failed_verdict(state.request_id, state.outcome.reason, state.outcome.message)
+        verdict = failed_verdict(state.request_id, state.outcome.reason, state.outcome.message)
+        return verdict, entries
     if state.status is GenerationStatus.NO_EVIDENCE and answer != loaded.refusal_text:
         verdict = failed_verdict(
             state.request_id,
@@ -59,6 +73,6 @@ def validate_text(
         # With nothing retrieved, every marker the answer wrote names nothing.
         invalid, malformed = wrong_citations(loaded.grammar.bound(()).scan(answer), ())
         update = {"invalid_citations": invalid, "malformed_citations": malformed}
-        return verdict.model_copy(update=update)
+        return verdict.model_copy(update=update), entries
     execution = LLMExecutionResult.uncalled(state.status, text=answer)
-    return validate_answer(state.answered(execution), loaded)
+    return validate_answer(state.answered(execution), loaded), entries
