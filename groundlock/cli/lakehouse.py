@@ -666,8 +666,9 @@ def _retrieved_lines(bundle: RetrievalBundle, policy: Policy) -> list[str]:
     A row's line: rank, similarity, the id an answer cites it by (or why R2 drops it), its
     chunk id and source.
     """
-    from groundlock.cli.verdict_view import source_of  # noqa: PLC0415
+    from groundlock.cli.verdict_view import retrieved_line, source_of  # noqa: PLC0415
     from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
+    from groundlock.core.firewall.naming import public_ids  # noqa: PLC0415
 
     assembled = assemble(bundle, policy)
     grammar = policy.grammar
@@ -691,8 +692,7 @@ def _retrieved_lines(bundle: RetrievalBundle, policy: Policy) -> list[str]:
         lines.append(
             f"  {row.rank}. {row.similarity_score:.3f} {cited_as} {row.chunk_id}: {source}"
         )
-    ids = tuple(dict.fromkeys(grammar.public_anchor(e) for e in assembled.selected_evidence))
-    lines.append(f"Retrieved ids ({len(ids)}): {', '.join(ids) or '-'}")
+    lines.append(retrieved_line(public_ids(grammar, assembled.selected_evidence)))
     return lines
 
 

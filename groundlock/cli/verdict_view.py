@@ -34,6 +34,7 @@ __all__ = [
     "cited_sources",
     "entries_of",
     "print_response",
+    "retrieved_line",
     "shown",
     "source_of",
     "verdict_document",
@@ -158,9 +159,17 @@ def verdict_lines(
         if written:
             listed = ", ".join(written) if show_written else f"{len(written)}"
             lines.append(f"{label} citations: {listed}")
-    retrieved = verdict.retrieved_ids
-    lines.append(f"Retrieved ids ({len(retrieved)}): {', '.join(retrieved) or '-'}")
+    lines.append(retrieved_line(verdict.retrieved_ids))
     return [shown(line) for line in lines]
+
+
+def retrieved_line(ids: Sequence[str]) -> str:
+    """The last line of ``validate``, ``ask`` and ``retrieve`` alike (``-`` for none).
+
+    >>> retrieved_line(("IPC_420_0", "IPC_421_0"))
+    'Retrieved ids (2): IPC_420_0, IPC_421_0'
+    """
+    return f"Retrieved ids ({len(ids)}): {', '.join(ids) or '-'}"
 
 
 def entries_of(state: Judged | None) -> Sequence[SelectedEvidence]:

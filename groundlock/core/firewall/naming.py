@@ -10,14 +10,20 @@ every rule reads, never from a second scan of the text.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
-from groundlock.citations.grammar import AnchorScan
+from groundlock.citations.grammar import AnchorScan, CitableEntry, CitationGrammar
 from groundlock.core.firewall.parsed import ParsedAnswer
 from groundlock.core.firewall.rule import Context
 
-__all__ = ["CitationNames", "citation_names", "unbracketed", "wrong_citations"]
+__all__ = [
+    "CitationNames",
+    "citation_names",
+    "public_ids",
+    "unbracketed",
+    "wrong_citations",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +43,14 @@ def _distinct(names: Iterable[str]) -> tuple[str, ...]:
 def unbracketed(marker: str) -> str:
     """``[IPC_421_0]`` -> ``IPC_421_0``; a key (``C9``, the default grammar's) as it is."""
     return marker[1:-1] if marker.startswith("[") and marker.endswith("]") else marker
+
+
+def public_ids(grammar: CitationGrammar, entries: Sequence[CitableEntry]) -> tuple[str, ...]:
+    """The ids an answer could cite ``entries`` by, in the grammar's form, distinct.
+
+    A verdict's ``retrieved_ids``, and what ``groundlock retrieve`` lists.
+    """
+    return _distinct(grammar.public_anchor(entry) for entry in entries)
 
 
 def wrong_citations(
@@ -62,5 +76,5 @@ def citation_names(answer: ParsedAnswer, cited: tuple[str, ...], ctx: Context) -
         cited=_distinct(grammar.public_anchor(entries[key]) for key in cited if key in entries),
         invalid=invalid,
         malformed=malformed,
-        retrieved=_distinct(grammar.public_anchor(entry) for entry in ctx.bundle.selected_evidence),
+        retrieved=public_ids(grammar, ctx.bundle.selected_evidence),
     )
