@@ -139,14 +139,6 @@ def public_citations(
     return tuple(dict.fromkeys(listed))
 
 
-def confidence_of(state: Judged, policy: Policy) -> Confidence:
-    """The confidence level of ``state``'s answer: its top admitted score, bucketed.
-
-    The evidence the prompt held (after R3's pruning) is what the answer could rest on.
-    """
-    return confidence_for(state.bundle.selected_evidence, policy)
-
-
 def response_confidence(
     status: GenerationStatus, evidence: Sequence[SelectedEvidence], policy: Policy
 ) -> Confidence | None:
@@ -163,8 +155,9 @@ def response_confidence(
 
 
 def confidence_for(evidence: Sequence[SelectedEvidence], policy: Policy) -> Confidence:
-    """:func:`confidence_of` for the evidence a prompt held (the Spark runner's resume).
+    """The confidence level of an answer on ``evidence``: its top admitted score, bucketed.
 
+    ``evidence`` is what the prompt held (after R3's pruning): what the answer could rest on.
     The score is the top similarity, or under ``basis: rerank_else_similarity`` the top of
     each entry's rerank score where it has one and its similarity where not. It is compared
     with the thresholds as the policy says: ``at_least`` (reaching a threshold counts) or
