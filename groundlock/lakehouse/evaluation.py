@@ -676,16 +676,22 @@ def _score_changes(a: EvalRow, b: EvalRow) -> str:
     )
 
 
+_MEANS = {"relevance_f1": "relevance F1", "relevance_rouge_l": "ROUGE-L",
+          "compliance": "compliance", "citation_precision": "precision",
+          "citation_recall": "recall", "support_coverage": "coverage",
+          "pass_rate": "pass rate"}  # fmt: skip
+"""The mean scores of a :class:`RunSummary` that ``compare`` differences, in its order,
+with the name its line gives each."""
+
+
 def score_difference(first: RunSummary, second: RunSummary) -> dict[str, float | None]:
     """``second`` minus ``first`` for each mean score (None where either run has none).
 
     What ``eval compare`` prints under the two runs: the relevance and compliance means,
     then the citation scores and the pass rate, as the second run moved them.
     """
-    names = ("relevance_f1", "relevance_rouge_l", "compliance", "citation_precision",
-             "citation_recall", "support_coverage", "pass_rate")  # fmt: skip
     difference: dict[str, float | None] = {}
-    for name in names:
+    for name in _MEANS:
         before, after = getattr(first, name), getattr(second, name)
         difference[name] = None if before is None or after is None else after - before
     return difference
@@ -693,12 +699,8 @@ def score_difference(first: RunSummary, second: RunSummary) -> dict[str, float |
 
 def format_difference(first: RunSummary, second: RunSummary) -> str:
     """One line: ``difference (b - a): relevance F1 +0.05, ROUGE-L +0.03, ...``."""
-    labels = {"relevance_f1": "relevance F1", "relevance_rouge_l": "ROUGE-L",
-              "compliance": "compliance", "citation_precision": "precision",
-              "citation_recall": "recall", "support_coverage": "coverage",
-              "pass_rate": "pass rate"}  # fmt: skip
     parts = [
-        f"{labels[name]} {'-' if value is None else f'{value:+.2f}'}"
+        f"{_MEANS[name]} {'-' if value is None else f'{value:+.2f}'}"
         for name, value in score_difference(first, second).items()
     ]
     return f"difference ({second.run_id} - {first.run_id}): " + ", ".join(parts)
