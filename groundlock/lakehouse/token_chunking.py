@@ -52,12 +52,12 @@ DEFAULT_MAX_CHARS = 1200
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORD = re.compile(r"\s*\S+")
+"""A word with the whitespace before it: how BPE encodings split text (`` word``)."""
 _CHARS_PER_TOKEN_AT_MOST = 64
 """How far back an overlap is looked for: a token longer than this is rare (runs of
 spaces); an overlap whose words do not fit the window is shorter, never wrong."""
 _TRIES = 8
 """Candidate ends counted exactly per chunk before the fallback (see ``_choose``)."""
-"""A word with the whitespace before it: how BPE encodings split text (`` word``)."""
 
 
 @dataclass(frozen=True)
