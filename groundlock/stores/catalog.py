@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from groundlock.stores.location import delta_location, is_local
+from groundlock.stores.location import delta_location
 
 __all__ = ["CATALOG_ENV", "TableCatalog", "resolve_location"]
 
@@ -106,8 +106,8 @@ def _flatten(tables: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
 def _location(catalog: Path, name: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"catalog {catalog}: {name} must map to a path or URI (a string)")
-    if is_local(value) and not value.startswith("file://"):
-        value = str((catalog.parent / value).absolute()) if not Path(value).is_absolute() else value
+    if "://" not in value:  # a path: relative to the catalog's folder (an absolute one stays)
+        value = str(catalog.parent / value)
     try:
         return delta_location(value)
     except ValueError as exc:
