@@ -47,6 +47,7 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 
 from groundlock.lakehouse.token_chunking import (
+    PARAGRAPH_BREAK,
     CharChunking,
     Chunking,
     TokenChunking,
@@ -151,7 +152,6 @@ MAX_FRONT_MATTER_DEPTH = 16
 _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 _NOT_IN_A_MARKER = re.compile(r"[^A-Za-z0-9_.:/\-]+")
 """What a ``[semantic_id]`` marker cannot hold (spaces, brackets, commas, ...)."""
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ID_HEX = 12
 """Hex digits of a chunk text's sha256 in a token chunk's id: 48 bits, so two texts of a
@@ -399,7 +399,7 @@ def _pieces(text: str, max_chars: int) -> Iterator[str]:
     Linear in the text: a long paragraph is walked by position. (Slicing off the rest after
     each cut copied it, quadratic in the paragraph: 8 MB in one paragraph took seconds.)
     """
-    for raw in _PARAGRAPH_BREAK.split(text):
+    for raw in PARAGRAPH_BREAK.split(text):
         paragraph = " ".join(raw.split())  # words joined by single spaces, none at the ends
         start, end = 0, len(paragraph)
         while end - start > max_chars:

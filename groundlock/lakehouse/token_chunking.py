@@ -40,6 +40,7 @@ from groundlock.text.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "PARAGRAPH_BREAK",
     "CharChunking",
     "Chunking",
     "TokenChunking",
@@ -50,7 +51,8 @@ __all__ = [
 DEFAULT_MAX_CHARS = 1200
 """The character chunker's default longest chunk (a paragraph is cut above it)."""
 
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+"""What ends a paragraph, for both chunkers: a line break, blank lines, the next line."""
 _WORD = re.compile(r"\s*\S+")
 """A word with the whitespace before it: how BPE encodings split text (`` word``)."""
 _CHARS_PER_TOKEN_AT_MOST = 64
@@ -213,7 +215,7 @@ def _units(text: str, counter: TokenCounter, budget: int) -> list[_Unit]:
     units: list[_Unit] = []
     previous = 0
     paragraph_start = 0
-    breaks = [*_PARAGRAPH_BREAK.finditer(text), None]
+    breaks = [*PARAGRAPH_BREAK.finditer(text), None]
     for found in breaks:
         paragraph_end = len(text) if found is None else found.start()
         for at, cut in _sentence_ends(text, paragraph_start, paragraph_end):
