@@ -178,6 +178,19 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         """Whether no model could be built and the policy refuses instead (004)."""
         return isinstance(self.model, NoModelConfigured)
 
+    def _uncalled(self, state: Prompted) -> Answered | None:
+        """R4's result when no model is to be called, else None (call it).
+
+        A NO_EVIDENCE request's refusal, or, with no model under ``on_model_unavailable:
+        refuse``, ``MODEL_NOT_CONFIGURED``: one decision for ``invoke``, ``ainvoke`` and
+        both streams.
+        """
+        if state.status is GenerationStatus.NO_EVIDENCE:
+            return self._refused(state)
+        if self.unconfigured:
+            return self._not_configured(state)
+        return None
+
     def _not_configured(self, state: Prompted) -> Answered:
         """R4 with no model under ``on_model_unavailable: refuse``: nothing is called.
 
@@ -200,10 +213,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
 
     @override
     def _run(self, state: Prompted, config: RunnableConfig) -> Answered:
-        if state.status is GenerationStatus.NO_EVIDENCE:
-            return self._refused(state)
-        if self.unconfigured:
-            return self._not_configured(state)
+        if (uncalled := self._uncalled(state)) is not None:
+            return uncalled
         call = _Call(self, state)
 
         def send(sent: list[BaseMessage]) -> BaseMessage:
@@ -218,10 +229,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
 
     @override
     async def _arun(self, state: Prompted, config: RunnableConfig) -> Answered:
-        if state.status is GenerationStatus.NO_EVIDENCE:
-            return self._refused(state)
-        if self.unconfigured:
-            return self._not_configured(state)
+        if (uncalled := self._uncalled(state)) is not None:
+            return uncalled
         call = _Call(self, state)
 
         async def send(sent: list[BaseMessage]) -> BaseMessage:
@@ -249,10 +258,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         state = self._admitted(first)
         if state.status not in self.runs_on:
             yield self._passed_over(state)
-        elif state.status is GenerationStatus.NO_EVIDENCE:
-            yield self._refused(state)
-        elif self.unconfigured:
-            yield self._not_configured(state)
+        elif (uncalled := self._uncalled(state)) is not None:
+            yield uncalled
         else:
             yield Opened(state)
             yield from _Call(self, state).streamed(config)
@@ -264,10 +271,8 @@ class ExecuteModel(StateStage[Prompted, Answered]):
         state = self._admitted(first)
         if state.status not in self.runs_on:
             yield self._passed_over(state)
-        elif state.status is GenerationStatus.NO_EVIDENCE:
-            yield self._refused(state)
-        elif self.unconfigured:
-            yield self._not_configured(state)
+        elif (uncalled := self._uncalled(state)) is not None:
+            yield uncalled
         else:
             yield Opened(state)
             async for item in _Call(self, state).astreamed(config):
