@@ -651,7 +651,9 @@ def _retrieve(args: argparse.Namespace) -> int:
         front = front.model_copy(update={"policy": policy})
     found = front.invoke(args.question, config=config)
     if isinstance(found, Rejection):
-        sys.stderr.write(f"groundlock: FAILED {found.reason.value}: {found.message}\n")
+        from groundlock.cli.verdict_view import shown  # noqa: PLC0415
+
+        sys.stderr.write(shown(f"groundlock: FAILED {found.reason.value}: {found.message}") + "\n")
         return 1
     if args.json:
         sys.stdout.write(found.model_dump_json(indent=2, exclude_none=True) + "\n")
@@ -666,7 +668,7 @@ def _retrieved_lines(bundle: RetrievalBundle, policy: Policy) -> list[str]:
     A row's line: rank, similarity, the id an answer cites it by (or why R2 drops it), its
     chunk id and source.
     """
-    from groundlock.cli.verdict_view import retrieved_line, source_of  # noqa: PLC0415
+    from groundlock.cli.verdict_view import retrieved_line, shown, source_of  # noqa: PLC0415
     from groundlock.core.evidence_assembly import assemble  # noqa: PLC0415
     from groundlock.core.firewall.naming import public_ids  # noqa: PLC0415
 
@@ -693,7 +695,9 @@ def _retrieved_lines(bundle: RetrievalBundle, policy: Policy) -> list[str]:
             f"  {row.rank}. {row.similarity_score:.3f} {cited_as} {row.chunk_id}: {source}"
         )
     lines.append(retrieved_line(public_ids(grammar, assembled.selected_evidence)))
-    return lines
+    # The question and the sources are the caller's and the documents' text: nothing in
+    # them may act on the terminal (as ask's and validate's lines).
+    return [shown(line) for line in lines]
 
 
 def _access(args: argparse.Namespace) -> tuple[AccessPolicy | None, RunnableConfig]:

@@ -116,7 +116,9 @@ def test_ask_help_says_its_two_forms_its_defaults_and_its_model_forms(
     flat = " ".join(text.split())
     assert "--top-k N with --index: rows retrieved per question (default 6, deliberately" in flat
     assert "RetrievalFront asks for 8" in flat
-    assert "with --index, LEXICAL_POLICY_V1 for an index built with the lexical embedding" in flat
+    assert (
+        "with --index, R2_POLICY_V4_LEXICAL for an index built with the lexical embedding" in flat
+    )
     assert "--model PROVIDER:MODEL the model, as provider:model (openai:" in flat
     _, text, _ = _run(capsys, "eval", "--help")
     assert "(default 6, deliberately" in " ".join(text.split())

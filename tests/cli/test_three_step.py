@@ -145,6 +145,17 @@ def test_the_human_output_says_grounded_citations_sources_and_retrieved_ids(
     assert "Invalid citations: MM-TUG7-HPU-04_9" in lines
 
 
+def test_retrieve_prints_no_control_character_of_the_question(retrieved: Path) -> None:
+    # A question (or a document's title) may carry ESC c, which resets a terminal, and
+    # U+202E, which reverses the line: shown escaped, never sent.
+    index = str(retrieved.with_name("index"))
+    hostile = QUESTION.replace("filter", "filter\x1bc\u202e")
+    done = _groundlock("retrieve", hostile, "--index", index, "--policy", POLICY)
+    assert done.returncode == 0, done.stderr
+    assert [c for c in done.stdout if c != "\n" and not c.isprintable()] == []
+    assert "filter\\x1bc\\u202e" in done.stdout
+
+
 def test_retrieve_without_json_summarises_ids_scores_and_sources(retrieved: Path) -> None:
     index = str(retrieved.with_name("index"))
     done = _groundlock("retrieve", QUESTION, "--index", index, "--policy", POLICY)
