@@ -220,7 +220,7 @@ def _read_json(path: Path | None) -> object:
 
 
 def _chain_for(
-    args: argparse.Namespace, model: BaseChatModel | None = None
+    args: argparse.Namespace, model: BaseChatModel | None = None, policy: Policy | None = None
 ) -> RunnableSequence[Any, PublicResponse]:
     from pydantic import ValidationError  # noqa: PLC0415
 
@@ -238,7 +238,7 @@ def _chain_for(
         with model_named(spec, getattr(args, "command", "ask")):
             return grounded_answer_chain(
                 model=model or spec,
-                policy=args.policy or DEFAULT_POLICY,
+                policy=policy or args.policy or DEFAULT_POLICY,
                 store=getattr(args, "store", None) or None,
                 archive=archive,
             )
@@ -256,7 +256,8 @@ def _ask(args: argparse.Namespace) -> int:
     if args.run_id is not None:
         raise UsageError("--run-id goes with --batch (a bundle carries its own run_id)")
     bundle = _read_json(args.bundle)
-    chain = _chain_for(args)
+    # A bundle retrieve wrote from a lexical index is answered as ask --index answers it.
+    chain = _chain_for(args, policy=_bundle_policy(args.policy, bundle))
     if args.json:
         response = chain.invoke(bundle)
         sys.stdout.write(response.model_dump_json(indent=2) + "\n")
@@ -318,7 +319,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     bundle = _read_json(args.bundle)
     answer = _read_answer(args.answer_file)
-    policy = _validation_policy(args.policy, bundle)
+    policy = _bundle_policy(args.policy, bundle)
     verdict, entries = judged_text(answer, bundle, policy)  # entries: what its ids name
     reason = verdict.failure_reason.value if verdict.failure_reason else None
     if not args.json:
@@ -352,13 +353,13 @@ def _validate(args: argparse.Namespace) -> int:
     return _exit_code(verdict.generation_status.value)
 
 
-def _validation_policy(name: str | None, bundle: object) -> Policy:
-    """The policy to judge under: ``--policy``, else as ``ask --index`` would choose.
+def _bundle_policy(name: str | None, bundle: object) -> Policy:
+    """The policy to answer or judge under: ``--policy``, else as ``ask --index`` chooses.
 
     A bundle that ``groundlock retrieve`` wrote from a lexical index names the lexical
-    embedding: it is judged under the lexical calibration (and a policy whose gates that
-    embedding never reaches is refused, naming its lexical twin), so the three steps
-    retrieve, answer, validate agree without repeating ``--policy``.
+    embedding: ``ask --bundle`` and ``validate`` take it under the lexical calibration (and
+    refuse a policy whose gates that embedding never reaches, naming its lexical twin), so
+    the three steps retrieve, answer, validate agree without repeating ``--policy``.
     """
     from groundlock.cli.lakehouse import policy_for  # noqa: PLC0415
     from groundlock.errors import GroundlockError  # noqa: PLC0415

@@ -188,3 +188,16 @@ def test_a_lexical_bundle_is_judged_under_the_lexical_calibration_by_default(
     neural = _validate(retrieved, f"{CLAIM} [{MANUAL_ID}]", "--policy", "SEMANTIC_ID_POLICY_V1")
     assert neural.returncode == 2
     assert POLICY in neural.stderr
+
+
+def test_ask_bundle_answers_a_lexical_bundle_as_ask_index_does(retrieved: Path) -> None:
+    # Under the neural default the lexical scores (0.3 to 0.6) would all fall below the
+    # 0.76 gate and the answer would be a refusal; chosen from the bundle, it answers.
+    done = _groundlock("ask", "--bundle", str(retrieved), "--json")
+    assert done.returncode == 0, done.stderr
+    response = json.loads(done.stdout)
+    assert response["status"] == "OK"
+    assert [c["anchor"] for c in response["citations"]][:1] == ["C0"]  # R2_POLICY_V4_LEXICAL's
+    neural = _groundlock("ask", "--bundle", str(retrieved), "--policy", "SEMANTIC_ID_POLICY_V1")
+    assert neural.returncode == 2
+    assert POLICY in neural.stderr  # its lexical twin, named
