@@ -376,6 +376,12 @@ def _bundle_policy(name: str | None, bundle: object) -> Policy:
         raise UsageError(f"cannot load the policy: {type(exc).__name__}: {exc}") from None
 
 
+_MAX_ANSWER_BYTES = 1 << 20
+"""The longest answer file ``validate`` reads: 1 MiB, hundreds of times any policy's output
+budget (at most 1,000 tokens) and a long written memo; a larger file is refused before it
+is read whole (a 30 MB one took 8 s and 325 MB to judge)."""
+
+
 def _read_answer(path: Path) -> str:
     """The answer text: the file as it is, or the ``answer`` of ``groundlock ask --json``.
 
@@ -384,7 +390,15 @@ def _read_answer(path: Path) -> str:
     brace).
     """
     try:
-        text = path.read_text("utf-8")
+        with path.open("rb") as file:
+            raw = file.read(_MAX_ANSWER_BYTES + 1)
+        if len(raw) > _MAX_ANSWER_BYTES:
+            raise UsageError(
+                f"{path}: an answer of more than {_MAX_ANSWER_BYTES:,} bytes; validate judges "
+                "answers, not documents"
+            )
+        # Line ends read as a text file reads them (universal newlines), as before the cap.
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {type(exc).__name__}") from None
     if text.lstrip().startswith("{"):

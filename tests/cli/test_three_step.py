@@ -201,3 +201,16 @@ def test_ask_bundle_answers_a_lexical_bundle_as_ask_index_does(retrieved: Path) 
     neural = _groundlock("ask", "--bundle", str(retrieved), "--policy", "SEMANTIC_ID_POLICY_V1")
     assert neural.returncode == 2
     assert POLICY in neural.stderr  # its lexical twin, named
+
+
+def test_validate_refuses_an_answer_file_over_one_mebibyte(retrieved: Path) -> None:
+    # Refused before it is read whole or judged: exit 2, the reason said.
+    path = retrieved.with_name("huge.txt")
+    path.write_text(f"{CLAIM} [{MANUAL_ID}] " * 12_000, encoding="utf-8")  # about 1.4 MB
+    done = _groundlock("validate", "--bundle", str(retrieved), "--answer-file", str(path))
+    assert done.returncode == 2
+    assert "an answer of more than 1,048,576 bytes" in done.stderr
+    path.write_text(f"{CLAIM} [{MANUAL_ID}]\r\n", encoding="utf-8")  # a CRLF file still reads
+    ok = _groundlock("validate", "--bundle", str(retrieved), "--answer-file", str(path),
+                     "--policy", POLICY)  # fmt: skip
+    assert ok.returncode == 0, ok.stdout
