@@ -1,7 +1,7 @@
 """Spec 004's confidence bands and its refusal when no model is configured, as policy options.
 
 The policy is ``examples/policies/MANUALS_004_POLICY_V1.json``: a user's own policy file,
-``SOURCE_PAGE_POLICY_V2`` with 004's bands (high above 0.5, medium above 0.2, strictly; on
+``SOURCE_PAGE_POLICY_V3`` with 004's bands (high above 0.5, medium above 0.2, strictly; on
 the rerank score where a row has one) and ``on_model_unavailable: refuse``. The expected
 levels below are 004's own table, written out, not computed by groundlock.
 """
@@ -140,7 +140,7 @@ def test_the_builtin_preset_keeps_its_bands_and_refusals_without_a_confidence() 
 
 
 def test_the_option_is_in_the_policy_and_its_hash(bands: Policy) -> None:
-    plain = load_policy("SOURCE_PAGE_POLICY_V2")
+    plain = load_policy("SOURCE_PAGE_POLICY_V3")
     same_but_name = Policy.model_validate(
         {**plain.model_dump(), "policy_version": bands.policy_version}
     )
