@@ -67,18 +67,22 @@ class LocalPlace:
         (self.base / key).unlink()
 
 
-@dataclass
-class S3Place:
-    """A trail in a fresh bucket on the moto S3 server, tampered with through boto3."""
+class _ObjectPlace:
+    """What a bucket and a container have in common: the store's root under a scheme, the
+    server's storage options, and a store that spools to a local folder."""
 
-    server: S3Server
-    bucket: str
+    scheme: str
+    server: S3Server | AzuriteServer
     spool_dir: Path
-    prefix: str = "audit"
+    prefix: str
+
+    @property
+    def _where(self) -> str:
+        raise NotImplementedError
 
     @property
     def root(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}"
+        return f"{self.scheme}://{self._where}/{self.prefix}"
 
     @property
     def options(self) -> dict[str, str]:
@@ -89,6 +93,21 @@ class S3Place:
             self.root, self.options,
             **{"spool_dir": self.spool_dir, "flush_interval_seconds": 30, **settings},
         )  # fmt: skip
+
+
+@dataclass
+class S3Place(_ObjectPlace):
+    """A trail in a fresh bucket on the moto S3 server, tampered with through boto3."""
+
+    server: S3Server
+    bucket: str
+    spool_dir: Path
+    prefix: str = "audit"
+    scheme = "s3"
+
+    @property
+    def _where(self) -> str:
+        return self.bucket
 
     def read(self, key: str) -> bytes:
         body = self._client().get_object(Bucket=self.bucket, Key=f"{self.prefix}/{key}")["Body"]
@@ -110,27 +129,18 @@ class S3Place:
 
 
 @dataclass
-class AzurePlace:
+class AzurePlace(_ObjectPlace):
     """A trail in a fresh container on Azurite, tampered with through the Blob REST API."""
 
     server: AzuriteServer
     container: str
     spool_dir: Path
     prefix: str = "audit"
+    scheme = "az"
 
     @property
-    def root(self) -> str:
-        return f"az://{self.container}/{self.prefix}"
-
-    @property
-    def options(self) -> dict[str, str]:
-        return self.server.storage_options()
-
-    def store(self, **settings: Any) -> DeltaAuditStore:
-        return DeltaAuditStore(
-            self.root, self.options,
-            **{"spool_dir": self.spool_dir, "flush_interval_seconds": 30, **settings},
-        )  # fmt: skip
+    def _where(self) -> str:
+        return self.container
 
     def read(self, key: str) -> bytes:
         return self.server.read_blob(self.container, f"{self.prefix}/{key}")
